@@ -1,0 +1,69 @@
+import { inject } from 'vitest';
+import pg from 'pg';
+import { randomBytes } from 'node:crypto';
+import { createDb, type Db } from '../../server/db';
+import { withDatabase } from '../../server/embedded-postgres';
+
+export interface TestDatabase {
+  name: string;
+  url: string;
+  /** A Prisma client on this database (pool of 10). */
+  db: Db;
+  /** A plain pg client for assertions that must not go through the code under test. */
+  query<T extends pg.QueryResultRow = any>(sql: string, params?: unknown[]): Promise<T[]>;
+  drop(): Promise<void>;
+}
+
+function uniqueName(kind: 't'): string {
+  return `wp_${kind}_${randomBytes(4).toString('hex')}_${Date.now().toString(36)}`;
+}
+
+async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: inject('serverUrl') });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+async function open(name: string): Promise<TestDatabase> {
+  const url = withDatabase(inject('serverUrl'), name);
+  const db = createDb(url, { applicationName: 'waypost-test' });
+  const pool = new pg.Pool({ connectionString: url, max: 4 });
+  return {
+    name,
+    url,
+    db,
+    query: async (sql, params) => (await pool.query(sql, params as unknown[])).rows,
+    drop: async () => {
+      await db.$disconnect();
+      await pool.end();
+      await admin((c) => c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
+    },
+  };
+}
+
+/** A fresh database with every migration applied (a clone of the run's template). */
+export async function freshDatabase(): Promise<TestDatabase> {
+  const name = uniqueName('t');
+  // Cloning needs the template to have no other session; retry briefly if one lingers.
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await admin((c) => c.query(`CREATE DATABASE "${name}" TEMPLATE "${inject('templateDatabase')}"`));
+      break;
+    } catch (error) {
+      if (attempt >= 20 || !/being accessed by other users/.test(String(error))) throw error;
+      await new Promise((r) => setTimeout(r, 100 + Math.random() * 200));
+    }
+  }
+  return open(name);
+}
+
+/** A fresh database with no tables at all (migration tests). */
+export async function emptyDatabase(): Promise<TestDatabase> {
+  const name = uniqueName('t');
+  await admin((c) => c.query(`CREATE DATABASE "${name}"`));
+  return open(name);
+}

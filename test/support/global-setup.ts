@@ -1,0 +1,69 @@
+import type { TestProject } from 'vitest/node';
+import path from 'node:path';
+import pg from 'pg';
+import { migrate } from '../../server/migrator';
+import { startEmbeddedPostgres, withDatabase, type EmbeddedDatabase } from '../../server/embedded-postgres';
+
+// One PostgreSQL server for the whole run: TEST_DATABASE_URL or DATABASE_URL when set,
+// otherwise an embedded one in .data/test-postgres (ephemeral). On it, one migrated
+// template database per run; each test file clones it (CREATE DATABASE ... TEMPLATE).
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    serverUrl: string;
+    templateDatabase: string;
+  }
+}
+
+let embedded: EmbeddedDatabase | undefined;
+let serverUrl = '';
+let template = '';
+
+export async function setup(project: TestProject) {
+  const configured = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL;
+  if (configured) {
+    serverUrl = configured;
+  } else {
+    embedded = await startEmbeddedPostgres({
+      dataDir: path.resolve(import.meta.dirname, '../../.data/test-postgres'),
+      port: Number(process.env.TEST_EMBEDDED_PG_PORT ?? 54330),
+      ephemeral: true,
+      log: (line) => console.log(`[embedded-postgres] ${line}`),
+    });
+    serverUrl = embedded.url;
+  }
+  template = `wp_template_${process.pid}_${Date.now().toString(36)}`;
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  try {
+    await dropStaleTestDatabases(admin);
+    await admin.query(`CREATE DATABASE "${template}"`);
+  } finally {
+    await admin.end();
+  }
+  await migrate(withDatabase(serverUrl, template));
+  project.provide('serverUrl', serverUrl);
+  project.provide('templateDatabase', template);
+}
+
+export async function teardown() {
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect().catch(() => {});
+  await admin.query(`DROP DATABASE IF EXISTS "${template}" WITH (FORCE)`).catch(() => {});
+  await admin.end().catch(() => {});
+  await embedded?.stop();
+}
+
+/** Databases of runs that were killed before their teardown (older than an hour). */
+async function dropStaleTestDatabases(admin: pg.Client) {
+  const { rows } = await admin.query<{ datname: string }>(
+    `SELECT datname FROM pg_database WHERE datname ~ '^wp_(template|t)_'`,
+  );
+  for (const { datname } of rows) {
+    const stamp = datname.split('_').pop()!;
+    const age = Date.now() - parseInt(stamp, 36);
+    if (Number.isFinite(age) && age > 3_600_000) {
+      await admin.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`).catch(() => {});
+    }
+  }
+}

@@ -1,0 +1,19 @@
+import { defineConfig } from 'vitest/config';
+import path from 'node:path';
+
+// Unit, integration and race tests. Every test file gets its own fresh PostgreSQL
+// database cloned from a migrated template (test/support/database.ts), so files run in
+// parallel without sharing state. No test uses a mock of PostgreSQL.
+export default defineConfig({
+  resolve: { alias: { '@': path.resolve(import.meta.dirname) } },
+  test: {
+    include: ['test/**/*.test.ts'],
+    globalSetup: ['test/support/global-setup.ts'],
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+    // Two cores: more files at once only adds contention (race tests spawn processes).
+    maxWorkers: 2,
+    pool: 'forks',
+    reporters: process.env.CI ? ['default'] : ['default'],
+  },
+});
