@@ -146,6 +146,7 @@ CREATE TABLE "WorkflowExecution" (
     "version" INTEGER NOT NULL DEFAULT 1,
     "context" JSONB NOT NULL DEFAULT '{}',
     "sourceEventId" UUID,
+    "enrollOnce" BOOLEAN NOT NULL DEFAULT false,
     "exitReason" TEXT,
     "lastError" TEXT,
     "readyAt" TIMESTAMPTZ(3),
@@ -166,6 +167,7 @@ CREATE TABLE "StepExecution" (
     "dueAt" TIMESTAMPTZ(3),
     "resolvedBy" "WaitResolver",
     "resolvedAt" TIMESTAMPTZ(3),
+    "resolvedBranch" TEXT,
     "resumeEventId" UUID,
     "output" JSONB,
     "error" TEXT,
@@ -247,6 +249,8 @@ CREATE UNIQUE INDEX "WorkflowTransition_fromStepId_branch_key" ON "WorkflowTrans
 CREATE INDEX "WorkflowTransition_workflowId_idx" ON "WorkflowTransition"("workflowId");
 -- I3: enrollment is idempotent per (workflow, source event).
 CREATE UNIQUE INDEX "WorkflowExecution_workflowId_sourceEventId_key" ON "WorkflowExecution"("workflowId", "sourceEventId");
+-- allowReentry = false: one execution ever per (workflow, contact), decided by the database.
+CREATE UNIQUE INDEX "WorkflowExecution_once_workflowId_contactId_key" ON "WorkflowExecution"("workflowId", "contactId") WHERE "enrollOnce";
 CREATE INDEX "WorkflowExecution_projectId_startedAt_id_idx" ON "WorkflowExecution"("projectId", "startedAt" DESC, "id" DESC);
 CREATE INDEX "WorkflowExecution_projectId_status_startedAt_id_idx" ON "WorkflowExecution"("projectId", "status", "startedAt" DESC, "id" DESC);
 CREATE INDEX "WorkflowExecution_workflowId_startedAt_id_idx" ON "WorkflowExecution"("workflowId", "startedAt" DESC, "id" DESC);

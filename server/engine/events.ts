@@ -1,0 +1,182 @@
+import type { DbTx } from '../db';
+import {
+  claimDueEvents,
+  claimEventDispatch,
+  completeEventDispatch,
+  failEventDispatch,
+  type EventRow,
+} from './claims';
+import { upsertContact } from './contacts';
+import type { EngineContext } from './context';
+import { enroll, type EnrollResult } from './enrollment';
+import { eventContextPatch, resolveWait, type ResumeResult } from './runner';
+import { notifyWorkers } from './wakeup';
+
+// Tracked events go through an outbox: the event row is stored first (accepted means
+// durable), then dispatched: enroll into workflows triggered by its name, resolve the
+// contact's waits for it. Dispatch holds a lease; a failure backs off and, after
+// EVENT_MAX_ATTEMPTS, dead-letters the event where the console shows it (I7).
+
+export interface TrackEventInput {
+  projectId: string;
+  name: string;
+  contactId?: string | null;
+  email?: string | null;
+  data?: Record<string, unknown>;
+  idempotencyKey?: string | null;
+}
+
+export type TrackEventResult =
+  | { ok: true; eventId: string; duplicate: boolean }
+  | { ok: false; reason: 'CONTACT_NOT_FOUND' };
+
+export class RetryableDispatchError extends Error {
+  override name = 'RetryableDispatchError';
+}
+
+/** Store an event (idempotent per idempotencyKey), then dispatch it inline unless told not to. */
+export async function trackEvent(
+  ctx: EngineContext,
+  input: TrackEventInput,
+  opts: { dispatch?: boolean } = {},
+): Promise<TrackEventResult> {
+  const stored = await storeEvent(ctx.db, input, ctx.config.inlineDispatchSeconds);
+  if (!stored.ok) return stored;
+  if (!stored.duplicate && opts.dispatch !== false) {
+    try {
+      await dispatchEvent(ctx, stored.eventId);
+    } catch (error) {
+      // Stored is what counts: the sweeper re-dispatches it.
+      ctx.log('warn', 'inline dispatch failed; the sweeper will retry', { eventId: stored.eventId, error: String(error) });
+    }
+  }
+  return stored;
+}
+
+/** The outbox write: the event is accepted once this returns. */
+export async function storeEvent(
+  db: DbTx,
+  input: TrackEventInput,
+  inlineDispatchSeconds: number,
+): Promise<TrackEventResult> {
+  let contactId: string | null = null;
+  if (input.contactId) {
+    const [contact] = await db.$queryRaw<{ id: string }[]>`
+      SELECT id FROM "Contact" WHERE id = ${input.contactId}::uuid AND "projectId" = ${input.projectId}::uuid`;
+    if (!contact) return { ok: false, reason: 'CONTACT_NOT_FOUND' };
+    contactId = contact.id;
+  } else if (input.email) {
+    contactId = (await upsertContact(db, input.projectId, input.email)).id;
+  }
+  const rows = await db.$queryRaw<{ id: string }[]>`
+    INSERT INTO "Event" (id, "projectId", "contactId", name, data, "idempotencyKey", "createdAt", "nextDispatchAt")
+    VALUES (gen_random_uuid(), ${input.projectId}::uuid, ${contactId}::uuid, ${input.name},
+            ${JSON.stringify(input.data ?? {})}::jsonb, ${input.idempotencyKey ?? null}, now(),
+            now() + ${inlineDispatchSeconds}::float8 * interval '1 second')
+    ON CONFLICT ("projectId", "idempotencyKey") DO NOTHING
+    RETURNING id`;
+  if (rows[0]) return { ok: true, eventId: rows[0].id, duplicate: false };
+  const [existing] = await db.$queryRaw<{ id: string }[]>`
+    SELECT id FROM "Event" WHERE "projectId" = ${input.projectId}::uuid AND "idempotencyKey" = ${input.idempotencyKey ?? null}`;
+  return { ok: true, eventId: existing!.id, duplicate: true };
+}
+
+export interface DispatchSummary {
+  eventId: string;
+  enrollments: { workflowId: string; result: EnrollResult }[];
+  resumed: { stepExecutionId: string; result: ResumeResult }[];
+}
+
+/** Dispatch one event if its lease is free; null when another dispatcher holds it or it is done. */
+export async function dispatchEvent(ctx: EngineContext, eventId: string): Promise<DispatchSummary | null> {
+  const event = await claimEventDispatch(ctx.db, { eventId, owner: ctx.owner, leaseSeconds: ctx.config.leaseSeconds });
+  if (!event) return null;
+  return deliverClaimedEvent(ctx, event);
+}
+
+/** The sweeper: (re)dispatch events whose time has come and whose lease is free. */
+export async function processDueEvents(ctx: EngineContext, limit: number): Promise<number> {
+  const events = await claimDueEvents(ctx.db, { owner: ctx.owner, leaseSeconds: ctx.config.leaseSeconds, limit });
+  for (const event of events) await deliverClaimedEvent(ctx, event).catch(() => null);
+  return events.length;
+}
+
+async function deliverClaimedEvent(ctx: EngineContext, event: EventRow): Promise<DispatchSummary> {
+  try {
+    const summary = await deliverEvent(ctx, event);
+    await completeEventDispatch(ctx.db, { eventId: event.id, owner: ctx.owner });
+    if (summary.enrollments.some((e) => e.result.ok && e.result.created)) await notifyWorkers(ctx.db);
+    return summary;
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    const failed = await failEventDispatch(ctx.db, {
+      eventId: event.id,
+      owner: ctx.owner,
+      error: message.slice(0, 2000),
+      maxAttempts: ctx.config.eventMaxAttempts,
+    });
+    ctx.log(failed?.dead ? 'error' : 'warn', failed?.dead ? 'event dead-lettered' : 'event dispatch failed; will retry', {
+      eventId: event.id,
+      attempts: event.dispatchAttempts,
+      error: message,
+    });
+    throw error;
+  }
+}
+
+interface MatchingWait {
+  stepExecutionId: string | null;
+  executionId: string;
+  parked: boolean;
+}
+
+async function deliverEvent(ctx: EngineContext, event: EventRow): Promise<DispatchSummary> {
+  const summary: DispatchSummary = { eventId: event.id, enrollments: [], resumed: [] };
+  if (!event.contactId) return summary;
+
+  const workflows = await ctx.db.$queryRaw<{ id: string }[]>`
+    SELECT id FROM "Workflow"
+     WHERE "projectId" = ${event.projectId}::uuid AND trigger = 'EVENT' AND "triggerEvent" = ${event.name} AND enabled
+     ORDER BY "createdAt"`;
+  for (const wf of workflows) {
+    const result = await enroll(ctx.db, {
+      projectId: event.projectId,
+      workflowId: wf.id,
+      contactId: event.contactId,
+      context: { trigger: { name: event.name, data: event.data } },
+      sourceEventId: event.id,
+    });
+    summary.enrollments.push({ workflowId: wf.id, result });
+  }
+
+  // Waits of this contact for this event name that began before the event happened. A
+  // wait still being parked (its step claimed, not yet WAITING) would miss the event:
+  // retry the dispatch shortly instead, when the wait is in place.
+  const waits = await ctx.db.$queryRaw<MatchingWait[]>`
+    SELECT s.id AS "stepExecutionId", e.id AS "executionId", s.status = 'WAITING' AS parked
+      FROM "WorkflowExecution" e
+      JOIN "WorkflowStep" ws ON ws.id = e."currentStepId"
+      LEFT JOIN "StepExecution" s ON s."executionId" = e.id AND s."stepId" = e."currentStepId"
+     WHERE e."contactId" = ${event.contactId}::uuid AND e."projectId" = ${event.projectId}::uuid
+       AND e.status IN ('RUNNING', 'WAITING')
+       AND ws.type = 'WAIT_FOR_EVENT' AND ws.config->>'eventName' = ${event.name}
+       AND (s.id IS NULL OR (s.status IN ('RUNNING', 'WAITING') AND s."resolvedBy" IS NULL))
+       AND e."startedAt" <= ${event.createdAt}`;
+  const parking = waits.filter((w) => !w.parked);
+  for (const wait of waits.filter((w) => w.parked)) {
+    const result = await resolveWait(ctx, {
+      stepExecutionId: wait.stepExecutionId!,
+      resolvedBy: 'EVENT',
+      branch: 'EVENT',
+      eventId: event.id,
+      contextPatch: eventContextPatch(event),
+    });
+    summary.resumed.push({ stepExecutionId: wait.stepExecutionId!, result });
+  }
+  if (parking.length > 0) {
+    throw new RetryableDispatchError(
+      `${parking.length} wait(s) for "${event.name}" were being set up; retrying so they receive the event`,
+    );
+  }
+  return summary;
+}

@@ -1,0 +1,287 @@
+import {
+  advanceExecution,
+  advanceFromWait,
+  claimDueWaits,
+  claimReadySteps,
+  claimStep,
+  claimWait,
+  failStep,
+  failUnclaimable,
+  findPendingContinuations,
+  parkExecution,
+  type CompleteResult,
+  type StepClaim,
+  type WaitClaim,
+  type WaitResolver,
+  type WaitState,
+} from './claims';
+import type { EngineContext } from './context';
+import { runStep, type StepOutcome } from './steps';
+import { loadWorkflowGraph, nextStepId, stepOf, type WorkflowGraph } from './workflows';
+
+// Turning claims into progress: run a claimed step and record its outcome, resolve and
+// advance waits, re-drive continuations. Every write here is a claim from claims.ts; a
+// lost claim is normal (someone else got there first) and simply ends that piece of work.
+
+/** Fault injection for drills and the crash tests: pause after claiming a step. */
+const PAUSE_AFTER_CLAIM_MS = Number(process.env.WAYPOST_FAULT_PAUSE_AFTER_CLAIM_MS ?? 0);
+
+function retryDelaySeconds(attempt: number): number {
+  return Math.min(2 ** attempt, 300);
+}
+
+function errorText(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).slice(0, 2000);
+}
+
+/** Record the outcome of a claimed step as one claim. */
+async function recordOutcome(
+  ctx: EngineContext,
+  graph: WorkflowGraph,
+  claim: StepClaim,
+  outcome: StepOutcome,
+): Promise<CompleteResult> {
+  switch (outcome.kind) {
+    case 'advance': {
+      const next = nextStepId(graph, claim.stepId, outcome.branch);
+      return advanceExecution(ctx.db, claim, {
+        nextStepId: next ?? claim.stepId,
+        status: next ? 'RUNNING' : 'COMPLETED',
+        output: outcome.branch === null ? outcome.output : { ...outcome.output, branch: outcome.branch },
+        contactPatch: outcome.contactPatch ?? null,
+        message: outcome.message ?? null,
+      });
+    }
+    case 'park':
+      return parkExecution(ctx.db, claim, { dueInSeconds: outcome.dueInSeconds, output: outcome.output });
+    case 'exit':
+      return advanceExecution(ctx.db, claim, {
+        nextStepId: claim.stepId,
+        status: 'EXITED',
+        exitReason: outcome.reason,
+        output: { exitReason: outcome.reason },
+      });
+    case 'fail':
+      return failStep(ctx.db, claim, {
+        error: outcome.error,
+        retryInSeconds: claim.attempt < ctx.config.maxStepAttempts ? retryDelaySeconds(claim.attempt) : null,
+      });
+  }
+}
+
+export interface StepRun {
+  result: CompleteResult;
+  /** The execution is RUNNING at its next step with this version: the caller may continue it. */
+  continueAt: number | null;
+}
+
+/** Run one claimed step: compute its outcome, record it, and keep its lease alive meanwhile. */
+export async function runClaimedStep(ctx: EngineContext, claim: StepClaim): Promise<StepRun> {
+  const graph = await loadWorkflowGraph(ctx.db, claim.workflowId);
+  const step = stepOf(graph, claim.stepId);
+  if (PAUSE_AFTER_CLAIM_MS > 0) await new Promise((r) => setTimeout(r, PAUSE_AFTER_CLAIM_MS));
+  let outcome: StepOutcome;
+  try {
+    outcome = runStep({
+      type: step.type,
+      config: step.config,
+      contact: { email: claim.contactEmail, data: claim.contactData ?? {}, subscribed: claim.contactSubscribed },
+      context: claim.context ?? {},
+    });
+  } catch (error) {
+    outcome = { kind: 'fail', error: `${step.type} "${step.key}": ${errorText(error)}` };
+  }
+  const result = await recordOutcome(ctx, graph, claim, outcome);
+  if (!result.won) {
+    ctx.log('info', 'step completion lost: the execution moved on', {
+      executionId: claim.executionId,
+      step: step.key,
+      current: result.current,
+    });
+    return { result, continueAt: null };
+  }
+  const continues =
+    outcome.kind === 'advance' && nextStepId(graph, claim.stepId, outcome.branch) !== null;
+  return { result, continueAt: continues ? result.version : null };
+}
+
+/** Run an execution's steps back to back while it stays RUNNING, starting from a claim. */
+export async function driveExecution(ctx: EngineContext, first: StepClaim): Promise<number> {
+  let claim: StepClaim | null = first;
+  let steps = 0;
+  while (claim) {
+    const run = await runClaimedStep(ctx, claim);
+    steps++;
+    if (run.continueAt === null || steps >= ctx.config.maxChain) break;
+    // Continue in hand: claim the next step with the version we just wrote. If anyone
+    // else moved the execution meanwhile (an operator), this loses and we stop.
+    const next = await claimStep(ctx.db, {
+      executionId: claim.executionId,
+      expectedVersion: run.continueAt,
+      leaseSeconds: ctx.config.leaseSeconds,
+    });
+    claim = next.won ? next.claim : null;
+  }
+  return steps;
+}
+
+/** Claim up to `limit` due steps and run them (each execution driven as far as it goes). */
+export async function processReadySteps(ctx: EngineContext, limit: number): Promise<number> {
+  const { claims, unclaimable } = await claimReadySteps(ctx.db, { limit, leaseSeconds: ctx.config.leaseSeconds });
+  for (const u of unclaimable) {
+    ctx.log('error', 'execution claimed but its step row is in no claimable state; failing it', { ...u });
+    await failUnclaimable(ctx.db, u, 'the step row was in a state no worker may claim');
+  }
+  let steps = 0;
+  await Promise.all(
+    claims.map(async (claim) => {
+      try {
+        steps += await driveExecution(ctx, claim);
+      } catch (error) {
+        // The claim's lease will expire and another worker will retry; nothing is lost.
+        ctx.log('error', 'step failed with an unexpected error', { executionId: claim.executionId, error: errorText(error) });
+      }
+    }),
+  );
+  return steps + unclaimable.length;
+}
+
+// ---------------------------------------------------------------------------
+// Waits
+
+export type ResumeResult =
+  | { resumed: true; executionId: string; branch: string | null; version: number }
+  | { resumed: false; reason: 'WAIT_RESOLVED'; resolvedBy: WaitResolver; at: Date | null; state: WaitState }
+  | { resumed: false; reason: 'STALE_VERSION'; currentVersion: number | null; status: string | null; state: WaitState | null }
+  | { resumed: false; reason: 'NOT_WAITING'; state: WaitState | null };
+
+/** What a resolving event adds to the execution's context, for later CONDITION steps. */
+export function eventContextPatch(event: { name: string; data: unknown; createdAt: Date }): Record<string, unknown> {
+  return { lastEvent: { name: event.name, data: event.data, at: event.createdAt.toISOString() } };
+}
+
+/** Advance past a claimed wait along its branch (the continuation). */
+export async function continueAfterWait(
+  ctx: EngineContext,
+  wait: Pick<WaitClaim, 'executionId' | 'version' | 'stepExecutionId' | 'stepId' | 'workflowId' | 'branch'>,
+  contextPatch: Record<string, unknown> = {},
+): Promise<{ won: boolean; version: number | null; running: boolean }> {
+  const graph = await loadWorkflowGraph(ctx.db, wait.workflowId);
+  const next = nextStepId(graph, wait.stepId, wait.branch);
+  const result = await advanceFromWait(ctx.db, {
+    executionId: wait.executionId,
+    expectedVersion: wait.version,
+    stepExecutionId: wait.stepExecutionId,
+    waitStepId: wait.stepId,
+    nextStepId: next ?? wait.stepId,
+    status: next ? 'RUNNING' : 'COMPLETED',
+    contextPatch,
+  });
+  if (!result.won) return { won: false, version: null, running: false };
+  return { won: true, version: result.version, running: next !== null };
+}
+
+/**
+ * Resolve a wait (I4) and advance its execution. Event delivery, the timer and operators
+ * all come through here; the loser learns who won and when.
+ */
+export async function resolveWait(
+  ctx: EngineContext,
+  opts: {
+    stepExecutionId: string;
+    resolvedBy: WaitResolver;
+    /** 'EVENT' or 'TIMEOUT' for WAIT_FOR_EVENT; ignored (null) for DELAY. */
+    branch: 'EVENT' | 'TIMEOUT' | null;
+    eventId?: string | null;
+    expectedVersion?: number | null;
+    contextPatch?: Record<string, unknown>;
+  },
+): Promise<ResumeResult> {
+  const state = await ctx.db.$queryRaw<{ type: string }[]>`
+    SELECT ws.type::text AS type FROM "StepExecution" s JOIN "WorkflowStep" ws ON ws.id = s."stepId"
+     WHERE s.id = ${opts.stepExecutionId}::uuid`;
+  const branch = state[0]?.type === 'DELAY' ? null : opts.branch;
+  const claimed = await claimWait(ctx.db, {
+    stepExecutionId: opts.stepExecutionId,
+    resolvedBy: opts.resolvedBy,
+    branch,
+    eventId: opts.eventId ?? null,
+    expectedVersion: opts.expectedVersion ?? null,
+  });
+  if (!claimed.won) return explainLostWait(claimed.current, opts.expectedVersion ?? null);
+  const advanced = await continueAfterWait(ctx, claimed.wait, opts.contextPatch);
+  // If advancing lost, the claim stands and the continuation is re-driven later (or by
+  // an operator): resolving is already final and will not be repeated.
+  return {
+    resumed: true,
+    executionId: claimed.wait.executionId,
+    branch,
+    version: advanced.version ?? claimed.wait.version,
+  };
+}
+
+export function explainLostWait(state: WaitState | null, expectedVersion: number | null): ResumeResult {
+  if (state?.resolvedBy) {
+    return { resumed: false, reason: 'WAIT_RESOLVED', resolvedBy: state.resolvedBy, at: state.resolvedAt, state };
+  }
+  if (state?.execution && expectedVersion !== null && state.execution.version !== expectedVersion) {
+    return {
+      resumed: false,
+      reason: 'STALE_VERSION',
+      currentVersion: state.execution.version,
+      status: state.execution.status,
+      state,
+    };
+  }
+  return { resumed: false, reason: 'NOT_WAITING', state };
+}
+
+/** The timer: time out due waits and delays, then advance and run what follows. */
+export async function processDueWaits(ctx: EngineContext, limit: number): Promise<number> {
+  const waits = await claimDueWaits(ctx.db, { limit });
+  await Promise.all(
+    waits.map(async (wait) => {
+      try {
+        const advanced = await continueAfterWait(ctx, wait);
+        if (advanced.running && advanced.version !== null) await continueRunning(ctx, wait.executionId, advanced.version);
+      } catch (error) {
+        // The wait stays claimed; the continuation sweeper re-drives it.
+        ctx.log('error', 'advancing a timed-out wait failed', { executionId: wait.executionId, error: errorText(error) });
+      }
+    }),
+  );
+  return waits.length;
+}
+
+/** Claim and drive an execution we just made RUNNING, if nobody else has yet. */
+export async function continueRunning(ctx: EngineContext, executionId: string, version: number): Promise<void> {
+  const claimed = await claimStep(ctx.db, { executionId, expectedVersion: version, leaseSeconds: ctx.config.leaseSeconds });
+  if (claimed.won) await driveExecution(ctx, claimed.claim);
+}
+
+/**
+ * The continuation sweeper: waits that were resolved but whose execution never moved
+ * past them (the resolver crashed between the two claims). Advancing is fenced, so a
+ * continuation that did run meanwhile makes this a no-op.
+ */
+export async function processPendingContinuations(ctx: EngineContext, limit: number): Promise<number> {
+  const pending = await findPendingContinuations(ctx.db, {
+    olderThanSeconds: ctx.config.continuationGraceSeconds,
+    limit,
+  });
+  let advanced = 0;
+  for (const p of pending) {
+    let patch: Record<string, unknown> = {};
+    if (p.resumeEventId) {
+      const [event] = await ctx.db.$queryRaw<{ name: string; data: unknown; createdAt: Date }[]>`
+        SELECT name, data, "createdAt" FROM "Event" WHERE id = ${p.resumeEventId}::uuid`;
+      if (event) patch = eventContextPatch(event);
+    }
+    const result = await continueAfterWait(ctx, p, patch);
+    if (result.won) {
+      advanced++;
+      ctx.log('info', 're-drove a pending continuation', { executionId: p.executionId });
+    }
+  }
+  return advanced;
+}
