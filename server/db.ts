@@ -1,4 +1,5 @@
 import { PrismaPg } from '@prisma/adapter-pg';
+import pg from 'pg';
 import { PrismaClient } from './generated/prisma/client';
 import { databaseUrl } from './env';
 
@@ -9,14 +10,33 @@ export type Db = PrismaClient;
 /** A client usable inside `db.$transaction(async (tx) => ...)` as well as outside. */
 export type DbTx = Omit<PrismaClient, '$connect' | '$disconnect' | '$on' | '$transaction' | '$extends'>;
 
-/** A Prisma client over node-postgres. Each process owns its pool; size it to its work. */
-export function createDb(url: string, options: { poolSize?: number; applicationName?: string } = {}): Db {
-  const adapter = new PrismaPg({
+const pools = new WeakMap<Db, pg.Pool>();
+
+/**
+ * A Prisma client over a node-postgres pool this module owns. Each process sizes its
+ * pool to its work. An idle connection dropped by the server (PostgreSQL restarting, an
+ * administrator's pg_terminate_backend) must not crash the process: the pool reports it
+ * and opens a new connection on next use.
+ */
+export function createDb(
+  url: string,
+  options: { poolSize?: number; applicationName?: string; onError?: (error: Error) => void } = {},
+): Db {
+  const pool = new pg.Pool({
     connectionString: url,
     max: options.poolSize ?? 10,
     application_name: options.applicationName ?? 'waypost',
   });
-  return new PrismaClient({ adapter });
+  pool.on('error', options.onError ?? (() => {}));
+  const client = new PrismaClient({ adapter: new PrismaPg(pool) });
+  pools.set(client, pool);
+  return client;
+}
+
+/** Disconnect a client made by createDb and close its pool. */
+export async function closeDb(db: Db): Promise<void> {
+  await db.$disconnect();
+  await pools.get(db)?.end();
 }
 
 const globalForDb = globalThis as unknown as { waypostDb?: Db };

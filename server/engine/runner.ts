@@ -9,6 +9,7 @@ import {
   failUnclaimable,
   findPendingContinuations,
   parkExecution,
+  renewLease,
   type CompleteResult,
   type StepClaim,
   type WaitClaim,
@@ -23,8 +24,13 @@ import { loadWorkflowGraph, nextStepId, stepOf, type WorkflowGraph } from './wor
 // advance waits, re-drive continuations. Every write here is a claim from claims.ts; a
 // lost claim is normal (someone else got there first) and simply ends that piece of work.
 
-/** Fault injection for drills and the crash tests: pause after claiming a step. */
+/**
+ * Fault injection for the fault drills and crash tests, off unless set: pause after
+ * claiming a step (of one type, if WAYPOST_FAULT_PAUSE_STEP_TYPE is set), holding the
+ * claim, so a test can kill the process mid-step.
+ */
 const PAUSE_AFTER_CLAIM_MS = Number(process.env.WAYPOST_FAULT_PAUSE_AFTER_CLAIM_MS ?? 0);
+const PAUSE_STEP_TYPE = process.env.WAYPOST_FAULT_PAUSE_STEP_TYPE ?? null;
 
 function retryDelaySeconds(attempt: number): number {
   return Math.min(2 ** attempt, 300);
@@ -79,19 +85,31 @@ export interface StepRun {
 export async function runClaimedStep(ctx: EngineContext, claim: StepClaim): Promise<StepRun> {
   const graph = await loadWorkflowGraph(ctx.db, claim.workflowId);
   const step = stepOf(graph, claim.stepId);
-  if (PAUSE_AFTER_CLAIM_MS > 0) await new Promise((r) => setTimeout(r, PAUSE_AFTER_CLAIM_MS));
+  // Keep the lease while this step runs, so a slow step is not taken over; a dead
+  // process stops renewing and its lease runs out.
+  const renewal = setInterval(() => {
+    renewLease(ctx.db, claim, ctx.config.leaseSeconds).catch(() => {});
+  }, Math.max(200, (ctx.config.leaseSeconds * 1000) / 3));
+  let result: CompleteResult;
   let outcome: StepOutcome;
   try {
-    outcome = runStep({
-      type: step.type,
-      config: step.config,
-      contact: { email: claim.contactEmail, data: claim.contactData ?? {}, subscribed: claim.contactSubscribed },
-      context: claim.context ?? {},
-    });
-  } catch (error) {
-    outcome = { kind: 'fail', error: `${step.type} "${step.key}": ${errorText(error)}` };
+    if (PAUSE_AFTER_CLAIM_MS > 0 && (!PAUSE_STEP_TYPE || PAUSE_STEP_TYPE === step.type)) {
+      await new Promise((r) => setTimeout(r, PAUSE_AFTER_CLAIM_MS));
+    }
+    try {
+      outcome = runStep({
+        type: step.type,
+        config: step.config,
+        contact: { email: claim.contactEmail, data: claim.contactData ?? {}, subscribed: claim.contactSubscribed },
+        context: claim.context ?? {},
+      });
+    } catch (error) {
+      outcome = { kind: 'fail', error: `${step.type} "${step.key}": ${errorText(error)}` };
+    }
+    result = await recordOutcome(ctx, graph, claim, outcome);
+  } finally {
+    clearInterval(renewal);
   }
-  const result = await recordOutcome(ctx, graph, claim, outcome);
   if (!result.won) {
     ctx.log('info', 'step completion lost: the execution moved on', {
       executionId: claim.executionId,

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
-import { createDb } from '../db';
+import { closeDb, createDb } from '../db';
 import { databaseUrl, env, EnvError } from '../env';
 import { createEngineContext, type EngineContext } from './context';
 import { processDueEvents } from './events';
@@ -146,7 +146,11 @@ async function main(): Promise<void> {
     process.stdout.write(`${JSON.stringify({ at: new Date().toISOString(), level, worker: owner, message, ...fields })}\n`);
   };
   const url = databaseUrl();
-  const db = createDb(url, { poolSize: concurrency + 2, applicationName: 'waypost-worker' });
+  const db = createDb(url, {
+    poolSize: concurrency + 2,
+    applicationName: 'waypost-worker',
+    onError: (error) => log('warn', 'database connection lost; reconnecting on next use', { error: error.message }),
+  });
   const transport = config.SMTP_URL
     ? smtpTransport(config.SMTP_URL)
     : logTransport((line) => log('info', line));
@@ -178,7 +182,7 @@ async function main(): Promise<void> {
     await worker.stop();
     await listener.end().catch(() => {});
     transport.close?.();
-    await db.$disconnect();
+    await closeDb(db);
     log('info', 'stopped');
     process.exit(0);
   };

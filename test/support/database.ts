@@ -1,7 +1,7 @@
 import { inject } from 'vitest';
 import pg from 'pg';
 import { randomBytes } from 'node:crypto';
-import { createDb, type Db } from '../../server/db';
+import { closeDb, createDb, type Db } from '../../server/db';
 import { withDatabase } from '../../server/embedded-postgres';
 
 export interface TestDatabase {
@@ -38,7 +38,7 @@ async function open(name: string): Promise<TestDatabase> {
     db,
     query: async (sql, params) => (await pool.query(sql, params as unknown[])).rows,
     drop: async () => {
-      await db.$disconnect();
+      await closeDb(db);
       await pool.end();
       await admin((c) => c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
     },

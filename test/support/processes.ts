@@ -1,0 +1,71 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+
+// Worker processes for the race suite and drills: the real `server/engine/worker.ts`
+// entry point, as `npm run worker` starts it, in its own OS process.
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+
+export interface WorkerProcess {
+  child: ChildProcess;
+  pid: number;
+  /** Everything it printed, for diagnosing a failure. */
+  output(): string;
+  exited: Promise<number | null>;
+  kill(signal?: NodeJS.Signals): void;
+}
+
+export async function startWorkerProcess(
+  databaseUrl: string,
+  opts: { concurrency?: number; env?: Record<string, string> } = {},
+): Promise<WorkerProcess> {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'server/engine/worker.ts', '--concurrency', String(opts.concurrency ?? 8)],
+    {
+      cwd: ROOT,
+      env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'info', ...opts.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  let out = '';
+  let ready!: () => void;
+  const started = new Promise<void>((resolve) => (ready = resolve));
+  const onData = (chunk: Buffer) => {
+    out += chunk.toString();
+    if (out.length > 200_000) out = out.slice(-100_000);
+    if (out.includes('worker started')) ready();
+  };
+  child.stdout!.on('data', onData);
+  child.stderr!.on('data', onData);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  await Promise.race([
+    started,
+    exited.then((code) => {
+      throw new Error(`worker exited with ${code} before starting:\n${out}`);
+    }),
+    new Promise((_, reject) => setTimeout(() => reject(new Error(`worker did not start in 30 s:\n${out}`)), 30_000)),
+  ]);
+  return {
+    child,
+    pid: child.pid!,
+    output: () => out,
+    exited,
+    kill: (signal = 'SIGTERM') => child.kill(signal),
+  };
+}
+
+export async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | null | undefined | false>,
+  timeoutMs = 60_000,
+  intervalMs = 50,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
