@@ -1,0 +1,169 @@
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+// Shows that the race suite can fail: for each guard in the code, remove it, run the
+// race scenario that depends on it, and expect that run to FAIL; then restore the code.
+// (Guards that are database indexes are proven inside the suite by its control tests.)
+//
+//   npm run test:mutations            (needs DATABASE_URL or boots an embedded PostgreSQL)
+//
+// Exits non-zero if any scenario still passes with its guard removed.
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+
+interface Mutation {
+  guard: string;
+  edits: { file: string; find: string; replace: string }[];
+  test: string;
+  scenario: string;
+  rounds?: number;
+}
+
+const MUTATIONS: Mutation[] = [
+  {
+    guard: 'claimWait resolves only an unresolved WAITING row (I4)',
+    edits: [
+      {
+        file: 'server/engine/claims.ts',
+        find: `WHERE s.id = \${opts.stepExecutionId}::uuid AND s.status = 'WAITING' AND s."resolvedBy" IS NULL`,
+        replace: `WHERE s.id = \${opts.stepExecutionId}::uuid`,
+      },
+    ],
+    test: 'test/race/races.test.ts',
+    scenario: '2. event delivery and timeout',
+  },
+  {
+    guard: 'claimStep is fenced by the expected version (I6)',
+    edits: [
+      {
+        file: 'server/engine/claims.ts',
+        find: `WHERE e.id = \${opts.executionId}::uuid AND e.version = \${opts.expectedVersion} AND e.status = 'RUNNING'`,
+        replace: `WHERE e.id = \${opts.executionId}::uuid AND e.status = 'RUNNING'`,
+      },
+    ],
+    test: 'test/race/races.test.ts',
+    scenario: '5. a stale next-step writer',
+  },
+  {
+    guard: 'advanceExecution is fenced by version and claim token (I6)',
+    edits: [
+      {
+        file: 'server/engine/claims.ts',
+        find: `       WHERE e.id = \${claim.executionId}::uuid AND e.version = \${claim.version}
+         AND e.status = 'RUNNING' AND e."currentStepId" = \${claim.stepId}::uuid
+         AND EXISTS (SELECT 1 FROM "StepExecution" s
+                      WHERE s.id = \${claim.stepExecutionId}::uuid AND s."claimToken" = \${claim.claimToken}::uuid
+                        AND s.status = 'RUNNING')
+      RETURNING e.id, e.version, e."projectId", e."contactId"`,
+        replace: `       WHERE e.id = \${claim.executionId}::uuid
+      RETURNING e.id, e.version, e."projectId", e."contactId"`,
+      },
+    ],
+    test: 'test/race/races.test.ts',
+    scenario: '5. a stale next-step writer',
+  },
+  {
+    guard: 'a wake-up claims the wait before continuing (I4, I6): duplicate wake-ups',
+    edits: [
+      {
+        file: 'server/engine/claims.ts',
+        find: `WHERE s.id = \${opts.stepExecutionId}::uuid AND s.status = 'WAITING' AND s."resolvedBy" IS NULL`,
+        replace: `WHERE s.id = \${opts.stepExecutionId}::uuid`,
+      },
+      {
+        file: 'server/engine/claims.ts',
+        find: `WHERE e.id = \${opts.executionId}::uuid AND e.version = \${opts.expectedVersion} AND e.status = 'RUNNING'`,
+        replace: `WHERE e.id = \${opts.executionId}::uuid AND e.status = 'RUNNING'`,
+      },
+    ],
+    test: 'test/race/races.test.ts',
+    scenario: '3. eight duplicate wake-ups',
+  },
+  {
+    guard: '"active" includes WAITING, in the read-side check and the I1 index',
+    edits: [
+      {
+        file: 'server/engine/enrollment.ts',
+        find: `AND (status IN ('RUNNING', 'WAITING') OR "enrollOnce"`,
+        replace: `AND (status IN ('RUNNING') OR "enrollOnce"`,
+      },
+      {
+        file: 'prisma/migrations/20261201000400_active_execution_unique/migration.sql',
+        find: `WHERE "status" IN ('RUNNING', 'WAITING')`,
+        replace: `WHERE "status" IN ('RUNNING')`,
+      },
+    ],
+    test: 'test/race/races.test.ts',
+    scenario: '4. re-entry while WAITING',
+  },
+  {
+    guard: 'workers pick only executions whose step is due (readyAt), never one another holds',
+    edits: [
+      {
+        file: 'server/engine/claims.ts',
+        find: `       WHERE status = 'RUNNING' AND "readyAt" <= now()
+       ORDER BY "readyAt"`,
+        replace: `       WHERE status = 'RUNNING'
+       ORDER BY "readyAt"`,
+      },
+    ],
+    test: 'test/race/workers.test.ts',
+    scenario: '7. four worker processes',
+    rounds: 5,
+  },
+  {
+    guard: 'an expired lease can be re-claimed (a dead worker does not hold work forever)',
+    edits: [
+      {
+        file: 'server/engine/claims.ts',
+        find: `WHERE s.status IN ('PENDING', 'FAILED') OR (s.status = 'RUNNING' AND s."leaseExpiresAt" < now())`,
+        replace: `WHERE s.status IN ('PENDING', 'FAILED')`,
+      },
+    ],
+    test: 'test/race/workers.test.ts',
+    scenario: 'its lease expires',
+    rounds: 2,
+  },
+];
+
+function applyEdits(m: Mutation): Map<string, string> {
+  const originals = new Map<string, string>();
+  for (const edit of m.edits) {
+    const file = path.join(ROOT, edit.file);
+    const text = originals.get(file) ?? readFileSync(file, 'utf8');
+    if (!originals.has(file)) originals.set(file, text);
+    const current = readFileSync(file, 'utf8');
+    const count = current.split(edit.find).length - 1;
+    if (count === 0) throw new Error(`guard text not found in ${edit.file} (the mutation is out of date):\n${edit.find}`);
+    writeFileSync(file, current.split(edit.find).join(edit.replace));
+  }
+  return originals;
+}
+
+function restore(originals: Map<string, string>) {
+  for (const [file, text] of originals) writeFileSync(file, text);
+}
+
+let survivors = 0;
+for (const m of MUTATIONS) {
+  const originals = applyEdits(m);
+  const started = Date.now();
+  let failed = false;
+  try {
+    execFileSync(
+      process.execPath,
+      [path.join(ROOT, 'node_modules/vitest/vitest.mjs'), 'run', m.test, '-t', m.scenario, '--bail', '1'],
+      { cwd: ROOT, env: { ...process.env, RACE_ROUNDS: String(m.rounds ?? 20) }, stdio: 'pipe', timeout: 600_000 },
+    );
+  } catch {
+    failed = true;
+  } finally {
+    restore(originals);
+  }
+  const seconds = ((Date.now() - started) / 1000).toFixed(0);
+  if (!failed) survivors++;
+  console.log(`${failed ? 'caught ' : 'MISSED '} ${m.guard}  [scenario "${m.scenario}", ${seconds} s]`);
+}
+console.log(`${MUTATIONS.length - survivors} passed, ${survivors} failed`);
+process.exit(survivors === 0 ? 0 : 1);
