@@ -1,0 +1,88 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createEngineContext, dispatchEvent, enroll, processDueEvents, runWorkerOnce, trackEvent } from '../../server/engine';
+import { freshDatabase, type TestDatabase } from '../support/database';
+import { createContact, createProject, delayWorkflow, waitWorkflow, workflowFrom } from '../support/fixtures';
+
+let t: TestDatabase;
+beforeAll(async () => {
+  t = await freshDatabase();
+});
+afterAll(async () => t?.drop());
+
+describe('tracked events', () => {
+  it('an idempotency key stores one event however often it is tracked', async () => {
+    const ctx = createEngineContext(t.db);
+    const p = await createProject(t.db);
+    const first = await trackEvent(ctx, { projectId: p.id, name: 'signup', email: 'a@example.com', idempotencyKey: 'k1' });
+    const second = await trackEvent(ctx, { projectId: p.id, name: 'signup', email: 'a@example.com', idempotencyKey: 'k1' });
+    expect(first).toMatchObject({ ok: true, duplicate: false });
+    expect(second).toEqual({ ok: true, duplicate: true, eventId: (first as { eventId: string }).eventId });
+    expect(await t.db.event.count({ where: { projectId: p.id } })).toBe(1);
+  });
+
+  it('refuses a contact id of another project and stores nothing', async () => {
+    const ctx = createEngineContext(t.db);
+    const p1 = await createProject(t.db);
+    const p2 = await createProject(t.db);
+    const foreign = await createContact(t.db, p2.id, 'x@example.com');
+    expect(await trackEvent(ctx, { projectId: p1.id, name: 'x', contactId: foreign.id })).toEqual({ ok: false, reason: 'CONTACT_NOT_FOUND' });
+    expect(await t.db.event.count({ where: { projectId: p1.id } })).toBe(0);
+  });
+
+  it('enrolls into workflows triggered by its name and resolves the contact’s waits for it', async () => {
+    const ctx = createEngineContext(t.db);
+    const p = await createProject(t.db);
+    const triggered = await workflowFrom(t.db, p.id, { ...delayWorkflow(3600), trigger: 'EVENT', triggerEvent: 'purchase' });
+    const waiting = await workflowFrom(t.db, p.id, waitWorkflow());
+    const contact = await createContact(t.db, p.id, 'b@example.com');
+    const w = await enroll(t.db, { projectId: p.id, workflowId: waiting.id, contactId: contact.id });
+    await runWorkerOnce(ctx);
+    await trackEvent(ctx, { projectId: p.id, name: 'purchase', contactId: contact.id, data: { total: 5 } });
+    const enrolled = await t.db.workflowExecution.findMany({ where: { workflowId: triggered.id } });
+    expect(enrolled).toHaveLength(1);
+    expect(enrolled[0]!.context).toMatchObject({ trigger: { name: 'purchase', data: { total: 5 } } });
+    const wait = await t.db.stepExecution.findFirstOrThrow({ where: { executionId: (w as { executionId: string }).executionId, resolvedBy: { not: null } } });
+    expect(wait.resolvedBy).toBe('EVENT');
+  });
+
+  it('the sweeper dispatches an event whose inline dispatch never happened', async () => {
+    const ctx = createEngineContext(t.db, { config: { inlineDispatchSeconds: 0 } });
+    const p = await createProject(t.db);
+    const triggered = await workflowFrom(t.db, p.id, { ...delayWorkflow(3600), trigger: 'EVENT', triggerEvent: 'late' });
+    const tracked = await trackEvent(ctx, { projectId: p.id, name: 'late', email: 'c@example.com' }, { dispatch: false });
+    expect(await t.db.workflowExecution.count({ where: { workflowId: triggered.id } })).toBe(0);
+    expect(await processDueEvents(ctx, 10)).toBeGreaterThanOrEqual(1);
+    expect(await t.db.workflowExecution.count({ where: { workflowId: triggered.id } })).toBe(1);
+    const event = await t.db.event.findUniqueOrThrow({ where: { id: (tracked as { eventId: string }).eventId } });
+    expect(event.processedAt).not.toBeNull();
+    expect(event.dispatchAttempts).toBe(1);
+  });
+
+  it('a dispatch that keeps failing backs off exponentially and is dead-lettered after the last attempt', async () => {
+    const ctx = createEngineContext(t.db, { config: { eventMaxAttempts: 4 } });
+    const p = await createProject(t.db);
+    const waiting = await workflowFrom(t.db, p.id, waitWorkflow());
+    const contact = await createContact(t.db, p.id, 'd@example.com');
+    // The contact's wait never gets parked (no worker runs it): every dispatch must retry.
+    await enroll(t.db, { projectId: p.id, workflowId: waiting.id, contactId: contact.id });
+    await t.db.workflowExecution.updateMany({
+      where: { workflowId: waiting.id },
+      data: { currentStepId: (await t.db.workflowStep.findFirstOrThrow({ where: { workflowId: waiting.id, key: 'wait' } })).id },
+    });
+    const tracked = await trackEvent(ctx, { projectId: p.id, name: 'purchase', contactId: contact.id }, { dispatch: false });
+    const eventId = (tracked as { eventId: string }).eventId;
+    const delays: number[] = [];
+    for (let attempt = 1; attempt <= 4; attempt++) {
+      await expect(dispatchEvent(ctx, eventId)).rejects.toThrow(/being set up/);
+      const e = await t.db.event.findUniqueOrThrow({ where: { id: eventId } });
+      expect(e.dispatchAttempts).toBe(attempt);
+      expect(e.lastError).toMatch(/being set up/);
+      delays.push(Math.round((e.nextDispatchAt.getTime() - Date.now()) / 1000));
+      if (attempt < 4) expect(e.deadAt).toBeNull();
+      else expect(e.deadAt).not.toBeNull();
+    }
+    expect(delays.slice(0, 3)).toEqual([2, 4, 8]);
+    // Dead events are not dispatched again.
+    expect(await dispatchEvent(ctx, eventId)).toBeNull();
+  });
+});
