@@ -150,20 +150,25 @@ for (const m of MUTATIONS) {
   const originals = applyEdits(m);
   const started = Date.now();
   let failed = false;
+  let evidence = '';
   try {
     execFileSync(
       process.execPath,
       [path.join(ROOT, 'node_modules/vitest/vitest.mjs'), 'run', m.test, '-t', m.scenario, '--bail', '1'],
       { cwd: ROOT, env: { ...process.env, RACE_ROUNDS: String(m.rounds ?? 20) }, stdio: 'pipe', timeout: 600_000 },
     );
-  } catch {
+  } catch (error) {
     failed = true;
+    // The first assertion that broke, so a reader can see *why* the run failed.
+    const out = String((error as { stdout?: Buffer }).stdout ?? '').replace(/\x1b\[[0-9;]*m/g, '');
+    evidence = out.split('\n').find((line) => /AssertionError|Error:|timed out/.test(line))?.trim() ?? '(no assertion line found)';
   } finally {
     restore(originals);
   }
   const seconds = ((Date.now() - started) / 1000).toFixed(0);
   if (!failed) survivors++;
   console.log(`${failed ? 'caught ' : 'MISSED '} ${m.guard}  [scenario "${m.scenario}", ${seconds} s]`);
+  if (evidence) console.log(`         ${evidence.slice(0, 200)}`);
 }
 console.log(`${MUTATIONS.length - survivors} passed, ${survivors} failed`);
 process.exit(survivors === 0 ? 0 : 1);
