@@ -703,3 +703,140 @@ export async function recordDelivery(
     RETURNING id`;
   return rows.length > 0;
 }
+
+// ---------------------------------------------------------------------------
+// Operators' claims (server/repair): the same fences as workers', carrying the version
+// the operator saw in the preview. A step a live worker holds (unexpired lease) is never
+// taken from it.
+
+/**
+ * I6, I8: cancel an active or failed execution, fenced by the version the operator saw.
+ * Its current step row, if still open, becomes SKIPPED in the same statement, so a wait
+ * cannot be resolved afterwards and a worker's completion of it loses.
+ */
+export async function cancelExecution(
+  db: DbTx,
+  opts: { executionId: string; expectedVersion: number; reason: string },
+): Promise<Won<{ version: number }> | Lost<ExecutionState | null>> {
+  const rows = await db.$queryRaw<{ version: number }[]>`
+    WITH exec AS (
+      UPDATE "WorkflowExecution" e
+         SET version = e.version + 1, status = 'CANCELLED', "readyAt" = NULL, "finishedAt" = now(),
+             "exitReason" = ${opts.reason}, "updatedAt" = now()
+       WHERE e.id = ${opts.executionId}::uuid AND e.version = ${opts.expectedVersion}
+         AND e.status IN ('RUNNING', 'WAITING', 'FAILED')
+      RETURNING e.id, e.version, e."currentStepId"
+    ), step AS (
+      UPDATE "StepExecution" s
+         SET status = 'SKIPPED', "finishedAt" = now(), "leaseExpiresAt" = NULL,
+             error = COALESCE(s.error, 'cancelled by an operator')
+        FROM exec
+       WHERE s."executionId" = exec.id AND s."stepId" = exec."currentStepId"
+         AND s.status IN ('PENDING', 'RUNNING', 'WAITING', 'FAILED')
+      RETURNING s.id
+    )
+    SELECT exec.version FROM exec`;
+  if (rows[0]) return { won: true, version: rows[0].version };
+  return { won: false, current: await readExecutionState(db, opts.executionId) };
+}
+
+/**
+ * I5, I6: give the current step a new attempt: a FAILED execution, or a RUNNING one
+ * whose step no live worker holds (lease expired, or never claimed), becomes due now.
+ * The step row goes back to PENDING, so the next claim is attempt + 1; a SEND_EMAIL
+ * step whose message exists does not send again (the message is unique per step
+ * execution).
+ */
+export async function retryStep(
+  db: DbTx,
+  opts: { executionId: string; expectedVersion: number },
+): Promise<Won<{ version: number }> | Lost<ExecutionState | null>> {
+  const rows = await db.$queryRaw<{ version: number }[]>`
+    WITH exec AS (
+      UPDATE "WorkflowExecution" e
+         SET version = e.version + 1, status = 'RUNNING', "readyAt" = now(), "finishedAt" = NULL,
+             "lastError" = NULL, "updatedAt" = now()
+       WHERE e.id = ${opts.executionId}::uuid AND e.version = ${opts.expectedVersion}
+         AND e.status IN ('RUNNING', 'FAILED')
+         AND NOT EXISTS (SELECT 1 FROM "StepExecution" h
+                          WHERE h."executionId" = e.id AND h."stepId" = e."currentStepId"
+                            AND h.status = 'RUNNING' AND h."leaseExpiresAt" >= now())
+      RETURNING e.id, e.version, e."currentStepId"
+    ), step AS (
+      UPDATE "StepExecution" s
+         SET status = 'PENDING', "claimToken" = NULL, "leaseExpiresAt" = NULL, "finishedAt" = NULL
+        FROM exec
+       WHERE s."executionId" = exec.id AND s."stepId" = exec."currentStepId"
+         AND (s.status = 'FAILED' OR (s.status = 'RUNNING' AND s."leaseExpiresAt" < now()))
+      RETURNING s.id
+    )
+    SELECT exec.version FROM exec`;
+  if (rows[0]) return { won: true, version: rows[0].version };
+  return { won: false, current: await readExecutionState(db, opts.executionId) };
+}
+
+/**
+ * I6: skip the current step: record it SKIPPED (creating its row if it never ran) and
+ * move the execution along its plain next transition. Allowed on a FAILED execution, a
+ * RUNNING one whose step no live worker holds, or one WAITING on an unresolved DELAY.
+ */
+export async function skipStep(
+  db: DbTx,
+  opts: {
+    executionId: string;
+    expectedVersion: number;
+    stepId: string;
+    nextStepId: string;
+    status: 'RUNNING' | 'COMPLETED';
+    note: string;
+  },
+): Promise<Won<{ version: number }> | Lost<ExecutionState | null>> {
+  const rows = await db.$queryRaw<{ version: number }[]>`
+    WITH exec AS (
+      UPDATE "WorkflowExecution" e
+         SET version = e.version + 1, status = ${opts.status}::"ExecutionStatus",
+             "currentStepId" = ${opts.nextStepId}::uuid,
+             "readyAt" = CASE WHEN ${opts.status} = 'RUNNING' THEN now() END,
+             "finishedAt" = CASE WHEN ${opts.status} = 'RUNNING' THEN NULL ELSE now() END,
+             "lastError" = NULL, "updatedAt" = now()
+       WHERE e.id = ${opts.executionId}::uuid AND e.version = ${opts.expectedVersion}
+         AND e."currentStepId" = ${opts.stepId}::uuid
+         AND (e.status IN ('RUNNING', 'FAILED') OR (e.status = 'WAITING' AND EXISTS (
+               SELECT 1 FROM "StepExecution" w JOIN "WorkflowStep" ws ON ws.id = w."stepId"
+                WHERE w."executionId" = e.id AND w."stepId" = e."currentStepId"
+                  AND ws.type = 'DELAY' AND w.status = 'WAITING' AND w."resolvedBy" IS NULL)))
+         AND NOT EXISTS (SELECT 1 FROM "StepExecution" h
+                          WHERE h."executionId" = e.id AND h."stepId" = e."currentStepId"
+                            AND h.status = 'RUNNING' AND h."leaseExpiresAt" >= now())
+      RETURNING e.id, e.version
+    ), step AS (
+      INSERT INTO "StepExecution" AS s (id, "executionId", "stepId", status, attempt, output, "startedAt", "finishedAt")
+      SELECT gen_random_uuid(), exec.id, ${opts.stepId}::uuid, 'SKIPPED', 1,
+             jsonb_build_object('skipped', ${opts.note}), now(), now()
+        FROM exec
+      ON CONFLICT ("executionId", "stepId") DO UPDATE
+         SET status = 'SKIPPED', "finishedAt" = now(), "leaseExpiresAt" = NULL, "claimToken" = NULL,
+             output = COALESCE(s.output, '{}'::jsonb) || jsonb_build_object('skipped', ${opts.note})
+      RETURNING s.id
+    )
+    SELECT exec.version FROM exec`;
+  if (rows[0]) return { won: true, version: rows[0].version };
+  return { won: false, current: await readExecutionState(db, opts.executionId) };
+}
+
+/**
+ * I7: send a dead-lettered or stuck-pending event round again: due now, lease freed,
+ * fenced by the attempt count the operator saw (an event's version).
+ */
+export async function redriveEvent(
+  db: DbTx,
+  opts: { eventId: string; expectedAttempts: number },
+): Promise<boolean> {
+  const rows = await db.$queryRaw<{ id: string }[]>`
+    UPDATE "Event"
+       SET "deadAt" = NULL, "nextDispatchAt" = now(), "leaseOwner" = NULL, "leaseExpiresAt" = NULL
+     WHERE id = ${opts.eventId}::uuid AND "processedAt" IS NULL AND "dispatchAttempts" = ${opts.expectedAttempts}
+       AND ("leaseExpiresAt" IS NULL OR "leaseExpiresAt" < now())
+    RETURNING id`;
+  return rows.length > 0;
+}

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Db } from '../db';
+import type { DbTx } from '../db';
 import { logTransport, type MailTransport } from './transport';
 
 // What every engine operation needs: a database, the tunables, who is acting (for
@@ -29,7 +29,7 @@ export const DEFAULT_ENGINE_CONFIG: EngineConfig = {
 };
 
 export interface EngineContext {
-  db: Db;
+  db: DbTx;
   config: EngineConfig;
   /** Lease owner name: `worker:<host>:<pid>:<n>` or `api:<pid>`. */
   owner: string;
@@ -38,7 +38,7 @@ export interface EngineContext {
 }
 
 export function createEngineContext(
-  db: Db,
+  db: DbTx,
   overrides: Partial<Omit<EngineContext, 'db' | 'config'>> & { config?: Partial<EngineConfig> } = {},
 ): EngineContext {
   return {

@@ -271,6 +271,8 @@ CREATE INDEX "Event_projectId_createdAt_id_idx" ON "Event"("projectId", "created
 CREATE INDEX "Event_contactId_createdAt_idx" ON "Event"("contactId", "createdAt");
 -- The event outbox queue (pending dispatch) and EVENT_PENDING.
 CREATE INDEX "Event_dispatch_queue_idx" ON "Event"("nextDispatchAt") WHERE "processedAt" IS NULL AND "deadAt" IS NULL;
+-- EVENT_PENDING: accepted events not yet processed, by age.
+CREATE INDEX "Event_pending_idx" ON "Event"("projectId", "createdAt") WHERE "processedAt" IS NULL AND "deadAt" IS NULL;
 -- EVENT_DEAD: dead-lettered events.
 CREATE INDEX "Event_dead_idx" ON "Event"("projectId", "deadAt") WHERE "deadAt" IS NOT NULL;
 -- I5: one message per step execution.

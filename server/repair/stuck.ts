@@ -1,0 +1,190 @@
+import { Prisma, type DbTx } from '../db';
+
+// Why an execution (or an accepted event) is not moving: each reason of DESIGN.md
+// section 5 is one SQL predicate, defined here once and reused by repair.stuck,
+// executions.list({ stuck }), executions.stats, the tests, the bench and the console.
+// Every predicate starts from a small partial index (the timer, lease, continuation,
+// ready-queue and event-queue indexes), so it stays an index scan at millions of rows
+// (test/repair/stuck-explain.test.ts).
+
+export const STUCK_REASONS = [
+  'WAIT_OVERDUE',
+  'LEASE_EXPIRED',
+  'MISSING_STEP',
+  'CONTINUATION_PENDING',
+  'EVENT_DEAD',
+  'EVENT_PENDING',
+  'FAILED',
+] as const;
+export type StuckReason = (typeof STUCK_REASONS)[number];
+
+export const STUCK_DESCRIPTIONS: Record<StuckReason, string> = {
+  WAIT_OVERDUE: 'waiting past its timeout, and no timer has resolved it',
+  LEASE_EXPIRED: 'a worker claimed its step and stopped renewing the lease (it died)',
+  MISSING_STEP: 'due to run a step, and no worker has picked it up',
+  CONTINUATION_PENDING: 'its wait was resolved, but it never moved past the wait',
+  EVENT_DEAD: 'a tracked event was dead-lettered after its last dispatch attempt',
+  EVENT_PENDING: 'a tracked event was accepted but not yet processed',
+  FAILED: 'failed, and its step can be retried or skipped',
+};
+
+/** Reasons whose subject is an event, not an execution. */
+export const EVENT_REASONS: readonly StuckReason[] = ['EVENT_DEAD', 'EVENT_PENDING'];
+
+export interface StuckItem {
+  reason: StuckReason;
+  executionId: string | null;
+  eventId: string | null;
+  workflowId: string | null;
+  contactId: string | null;
+  /** Since when it has been in this state. */
+  since: Date;
+  detail: Record<string, unknown>;
+}
+
+export interface StuckScope {
+  projectId: string;
+  workflowId?: string | null;
+  /** Seconds a state may last before it counts as stuck (STUCK_GRACE_SECONDS). */
+  graceSeconds: number;
+}
+
+const grace = (s: StuckScope) => Prisma.sql`now() - ${s.graceSeconds}::float8 * interval '1 second'`;
+const workflowFilter = (s: StuckScope) =>
+  s.workflowId ? Prisma.sql`AND e."workflowId" = ${s.workflowId}::uuid` : Prisma.empty;
+
+/** The one predicate per reason, as a query returning StuckItem rows. */
+export function stuckQuery(reason: StuckReason, s: StuckScope): Prisma.Sql {
+  switch (reason) {
+    case 'WAIT_OVERDUE':
+      return Prisma.sql`
+        SELECT 'WAIT_OVERDUE' AS reason, e.id AS "executionId", NULL::uuid AS "eventId", e."workflowId", e."contactId",
+               s."dueAt" AS since,
+               jsonb_build_object('stepExecutionId', s.id, 'stepId', s."stepId", 'dueAt', s."dueAt", 'version', e.version) AS detail
+          FROM "StepExecution" s
+          JOIN "WorkflowExecution" e ON e.id = s."executionId"
+         WHERE s.status = 'WAITING' AND s."resolvedBy" IS NULL AND s."dueAt" < ${grace(s)}
+           AND e."projectId" = ${s.projectId}::uuid AND e.status = 'WAITING' AND e."currentStepId" = s."stepId"
+           ${workflowFilter(s)}`;
+    case 'LEASE_EXPIRED':
+      return Prisma.sql`
+        SELECT 'LEASE_EXPIRED' AS reason, e.id AS "executionId", NULL::uuid AS "eventId", e."workflowId", e."contactId",
+               s."leaseExpiresAt" AS since,
+               jsonb_build_object('stepExecutionId', s.id, 'stepId', s."stepId", 'attempt', s.attempt, 'version', e.version) AS detail
+          FROM "StepExecution" s
+          JOIN "WorkflowExecution" e ON e.id = s."executionId"
+         WHERE s.status = 'RUNNING' AND s."leaseExpiresAt" < ${grace(s)}
+           AND e."projectId" = ${s.projectId}::uuid AND e.status = 'RUNNING' AND e."currentStepId" = s."stepId"
+           ${workflowFilter(s)}`;
+    case 'MISSING_STEP':
+      // Due for a worker for longer than the grace, and no worker holds its step: no
+      // step row yet, or one waiting for its retry. (A held-but-dead step is LEASE_EXPIRED.)
+      return Prisma.sql`
+        SELECT 'MISSING_STEP' AS reason, e.id AS "executionId", NULL::uuid AS "eventId", e."workflowId", e."contactId",
+               e."readyAt" AS since,
+               jsonb_build_object('stepId', e."currentStepId", 'stepStatus', s.status, 'attempt', s.attempt, 'version', e.version) AS detail
+          FROM "WorkflowExecution" e
+          LEFT JOIN "StepExecution" s ON s."executionId" = e.id AND s."stepId" = e."currentStepId"
+         WHERE e.status = 'RUNNING' AND e."readyAt" < ${grace(s)}
+           AND e."projectId" = ${s.projectId}::uuid
+           AND (s.id IS NULL OR s.status <> 'RUNNING')
+           ${workflowFilter(s)}`;
+    case 'CONTINUATION_PENDING':
+      return Prisma.sql`
+        SELECT 'CONTINUATION_PENDING' AS reason, e.id AS "executionId", s."resumeEventId" AS "eventId", e."workflowId", e."contactId",
+               s."resolvedAt" AS since,
+               jsonb_build_object('stepExecutionId', s.id, 'stepId', s."stepId", 'resolvedBy', s."resolvedBy",
+                                  'branch', s."resolvedBranch", 'version', e.version) AS detail
+          FROM "StepExecution" s
+          JOIN "WorkflowExecution" e ON e.id = s."executionId"
+         WHERE s.status = 'WAITING' AND s."resolvedBy" IS NOT NULL AND s."resolvedAt" < ${grace(s)}
+           AND e."projectId" = ${s.projectId}::uuid AND e.status = 'WAITING' AND e."currentStepId" = s."stepId"
+           ${workflowFilter(s)}`;
+    case 'EVENT_DEAD':
+      return Prisma.sql`
+        SELECT 'EVENT_DEAD' AS reason, NULL::uuid AS "executionId", ev.id AS "eventId", NULL::uuid AS "workflowId", ev."contactId",
+               ev."deadAt" AS since,
+               jsonb_build_object('name', ev.name, 'attempts', ev."dispatchAttempts", 'lastError', ev."lastError",
+                                  'version', ev."dispatchAttempts") AS detail
+          FROM "Event" ev
+         WHERE ev."projectId" = ${s.projectId}::uuid AND ev."deadAt" IS NOT NULL
+           AND ${s.workflowId ?? null}::uuid IS NULL`;
+    case 'EVENT_PENDING':
+      return Prisma.sql`
+        SELECT 'EVENT_PENDING' AS reason, NULL::uuid AS "executionId", ev.id AS "eventId", NULL::uuid AS "workflowId", ev."contactId",
+               ev."createdAt" AS since,
+               jsonb_build_object('name', ev.name, 'attempts', ev."dispatchAttempts", 'lastError', ev."lastError",
+                                  'nextDispatchAt', ev."nextDispatchAt", 'version', ev."dispatchAttempts") AS detail
+          FROM "Event" ev
+         WHERE ev."projectId" = ${s.projectId}::uuid AND ev."processedAt" IS NULL AND ev."deadAt" IS NULL
+           AND ev."createdAt" < ${grace(s)}
+           AND ${s.workflowId ?? null}::uuid IS NULL`;
+    case 'FAILED':
+      return Prisma.sql`
+        SELECT 'FAILED' AS reason, e.id AS "executionId", NULL::uuid AS "eventId", e."workflowId", e."contactId",
+               COALESCE(e."finishedAt", e."updatedAt") AS since,
+               jsonb_build_object('stepExecutionId', s.id, 'stepId', s."stepId", 'attempt', s.attempt, 'error', e."lastError",
+                                  'version', e.version) AS detail
+          FROM "WorkflowExecution" e
+          JOIN "StepExecution" s ON s."executionId" = e.id AND s."stepId" = e."currentStepId" AND s.status = 'FAILED'
+         WHERE e."projectId" = ${s.projectId}::uuid AND e.status = 'FAILED'
+           ${workflowFilter(s)}`;
+  }
+}
+
+function union(reasons: readonly StuckReason[], s: StuckScope): Prisma.Sql {
+  return Prisma.join(
+    reasons.map((r) => Prisma.sql`(${stuckQuery(r, s)})`),
+    ' UNION ALL ',
+  );
+}
+
+export interface StuckCursor {
+  since: Date;
+  id: string;
+}
+
+/** Stuck items, newest first, keyset-paginated on (since, id). */
+export async function listStuck(
+  db: DbTx,
+  s: StuckScope & { reasons?: readonly StuckReason[]; cursor?: StuckCursor | null; limit: number },
+): Promise<{ items: StuckItem[]; nextCursor: StuckCursor | null }> {
+  const reasons = s.reasons?.length ? s.reasons : STUCK_REASONS;
+  const after = s.cursor
+    ? Prisma.sql`WHERE (x.since, COALESCE(x."executionId", x."eventId")) < (${s.cursor.since}::timestamptz, ${s.cursor.id}::uuid)`
+    : Prisma.empty;
+  const rows = await db.$queryRaw<StuckItem[]>`
+    SELECT * FROM (${union(reasons, s)}) x
+    ${after}
+    ORDER BY x.since DESC, COALESCE(x."executionId", x."eventId") DESC
+    LIMIT ${s.limit + 1}::int`;
+  const items = rows.slice(0, s.limit);
+  const last = items[items.length - 1];
+  return {
+    items,
+    nextCursor: rows.length > s.limit && last ? { since: last.since, id: (last.executionId ?? last.eventId)! } : null,
+  };
+}
+
+/** How many items each reason has (all reasons, zero included). */
+export async function countStuck(db: DbTx, s: StuckScope): Promise<Record<StuckReason, number>> {
+  const rows = await db.$queryRaw<{ reason: StuckReason; n: bigint }[]>`
+    SELECT reason, count(*) AS n FROM (${union(STUCK_REASONS, s)}) x GROUP BY reason`;
+  const counts = Object.fromEntries(STUCK_REASONS.map((r) => [r, 0])) as Record<StuckReason, number>;
+  for (const row of rows) counts[row.reason] = Number(row.n);
+  return counts;
+}
+
+/** The reasons one execution is stuck for right now (the console's detail page, previews). */
+export async function stuckReasonsOf(db: DbTx, s: StuckScope, executionId: string): Promise<StuckItem[]> {
+  const executionReasons = STUCK_REASONS.filter((r) => !EVENT_REASONS.includes(r));
+  return db.$queryRaw<StuckItem[]>`
+    SELECT * FROM (${union(executionReasons, s)}) x WHERE x."executionId" = ${executionId}::uuid`;
+}
+
+/** A SQL condition "e.id is stuck for one of these reasons", for executions.list({ stuck }). */
+export function stuckExecutionFilter(reasons: readonly StuckReason[], s: StuckScope): Prisma.Sql {
+  const executionReasons = reasons.filter((r) => !EVENT_REASONS.includes(r));
+  if (executionReasons.length === 0) return Prisma.sql`FALSE`;
+  return Prisma.sql`e.id IN (SELECT x."executionId" FROM (${union(executionReasons, s)}) x)`;
+}
