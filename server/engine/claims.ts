@@ -812,11 +812,11 @@ export async function skipStep(
     ), step AS (
       INSERT INTO "StepExecution" AS s (id, "executionId", "stepId", status, attempt, output, "startedAt", "finishedAt")
       SELECT gen_random_uuid(), exec.id, ${opts.stepId}::uuid, 'SKIPPED', 1,
-             jsonb_build_object('skipped', ${opts.note}), now(), now()
+             jsonb_build_object('skipped', ${opts.note}::text), now(), now()
         FROM exec
       ON CONFLICT ("executionId", "stepId") DO UPDATE
          SET status = 'SKIPPED', "finishedAt" = now(), "leaseExpiresAt" = NULL, "claimToken" = NULL,
-             output = COALESCE(s.output, '{}'::jsonb) || jsonb_build_object('skipped', ${opts.note})
+             output = COALESCE(s.output, '{}'::jsonb) || jsonb_build_object('skipped', ${opts.note}::text)
       RETURNING s.id
     )
     SELECT exec.version FROM exec`;

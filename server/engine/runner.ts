@@ -31,6 +31,8 @@ import { loadWorkflowGraph, nextStepId, stepOf, type WorkflowGraph } from './wor
  */
 const PAUSE_AFTER_CLAIM_MS = Number(process.env.WAYPOST_FAULT_PAUSE_AFTER_CLAIM_MS ?? 0);
 const PAUSE_STEP_TYPE = process.env.WAYPOST_FAULT_PAUSE_STEP_TYPE ?? null;
+/** Fault injection: die (SIGKILL) right after claiming waits, before advancing past them. */
+const CRASH_AFTER_WAIT_CLAIM = process.env.WAYPOST_FAULT_CRASH_AFTER_WAIT_CLAIM === '1';
 
 function retryDelaySeconds(attempt: number): number {
   return Math.min(2 ** attempt, 300);
@@ -257,6 +259,7 @@ export function explainLostWait(state: WaitState | null, expectedVersion: number
 /** The timer: time out due waits and delays, then advance and run what follows. */
 export async function processDueWaits(ctx: EngineContext, limit: number): Promise<number> {
   const waits = await claimDueWaits(ctx.db, { limit });
+  if (CRASH_AFTER_WAIT_CLAIM && waits.length > 0) process.kill(process.pid, 'SIGKILL');
   await Promise.all(
     waits.map(async (wait) => {
       try {
