@@ -496,12 +496,15 @@ export async function applyRepair(
 
       if (target.version !== req.expectedVersion) {
         const current = target.kind === 'execution' ? await readExecutionState(tx, target.id) : null;
-        const conflict: Conflict = {
-          reason: 'STALE_VERSION',
-          currentVersion: target.version,
-          status: target.kind === 'execution' ? target.status : target.deadAt ? 'DEAD' : target.processedAt ? 'PROCESSED' : 'PENDING',
-          winner: await whoWon(tx, req.projectId, current),
-        };
+        const conflict =
+          target.kind === 'execution'
+            ? await conflictFor(tx, req.projectId, req.action, current)
+            : ({
+                reason: 'STALE_VERSION',
+                currentVersion: target.version,
+                status: target.deadAt ? 'DEAD' : target.processedAt ? 'PROCESSED' : 'PENDING',
+                winner: { kind: 'worker', actor: null, action: null, at: null },
+              } as const);
         await audit('LOST', { conflict });
         return { ok: false, code: 'CONFLICT', conflict } as const;
       }
@@ -512,7 +515,7 @@ export async function applyRepair(
       }
 
       const lost = async (current: ExecutionState | null): Promise<ApplyResult> => {
-        const conflict = await conflictFor(tx, req.projectId, target, current);
+        const conflict = await conflictFor(tx, req.projectId, req.action, current);
         await audit('LOST', { conflict });
         return { ok: false, code: 'CONFLICT', conflict };
       };
@@ -621,16 +624,25 @@ async function resumeContext(db: DbTx, executionId: string): Promise<Record<stri
   return ev ? eventContextPatch(ev) : {};
 }
 
+const WAIT_ACTIONS: readonly RepairAction[] = ['FORCE_TIMEOUT', 'DELIVER_EVENT', 'RESUME_CONTINUATION'];
+
+/**
+ * What the operator lost to. For an action on a wait, the wait's latest resolution (by an
+ * event, the timer, or another operator) is the answer; otherwise the execution moved on
+ * (a worker, or another operator per the audit log).
+ */
 async function conflictFor(
   db: DbTx,
   projectId: string,
-  target: ExecutionSnapshot | EventSnapshot,
+  action: RepairAction,
   current: ExecutionState | null,
 ): Promise<Conflict> {
-  if (target.kind === 'execution' && target.stepRow) {
-    const [row] = await db.$queryRaw<{ resolvedBy: string | null; resolvedAt: Date | null }[]>`
-      SELECT "resolvedBy"::text AS "resolvedBy", "resolvedAt" FROM "StepExecution" WHERE id = ${target.stepRow.id}::uuid`;
-    if (row?.resolvedBy && !target.stepRow.resolvedBy) {
+  if (current && WAIT_ACTIONS.includes(action)) {
+    const [row] = await db.$queryRaw<{ resolvedBy: string; resolvedAt: Date | null }[]>`
+      SELECT "resolvedBy"::text AS "resolvedBy", "resolvedAt" FROM "StepExecution"
+       WHERE "executionId" = ${current.id}::uuid AND "resolvedBy" IS NOT NULL
+       ORDER BY "resolvedAt" DESC LIMIT 1`;
+    if (row) {
       const winner: Winner =
         row.resolvedBy === 'OPERATOR'
           ? await whoWon(db, projectId, current)
@@ -640,8 +652,8 @@ async function conflictFor(
         resolvedBy: row.resolvedBy,
         at: row.resolvedAt,
         winner,
-        status: current?.status ?? 'UNKNOWN',
-        currentVersion: current?.version ?? 0,
+        status: current.status,
+        currentVersion: current.version,
       };
     }
   }

@@ -66,6 +66,36 @@ export async function selectTargets(
   throw new RepairNotFound('a bulk repair needs a filter: a stuck reason, a status or execution ids');
 }
 
+/** One target of a bulk repair: preview for the current version, then apply with it. */
+async function repairOne(
+  db: Db,
+  req: { projectId: string; actor: string; action: RepairAction; reason: string },
+  target: { executionId: string | null; eventId: string | null },
+  opts: RepairOptions,
+): Promise<Pick<BulkItem, 'outcome' | 'detail'>> {
+  const request = { projectId: req.projectId, action: req.action, executionId: target.executionId, eventId: target.eventId };
+  try {
+    const preview = await previewRepair(db, request, opts);
+    if (!preview.plan.allowed) return { outcome: 'SKIPPED', detail: preview.plan.refusal ?? 'not allowed' };
+    const result = await applyRepair(
+      db,
+      { ...request, actor: req.actor, reason: req.reason, expectedVersion: preview.expectedVersion },
+      opts,
+    );
+    if (result.ok) return { outcome: 'APPLIED', detail: result.change };
+    if (result.code === 'CONFLICT') {
+      return {
+        outcome: 'SKIPPED',
+        detail: `changed since selection (${result.conflict.reason}, won by ${result.conflict.winner.kind})`,
+      };
+    }
+    return { outcome: 'SKIPPED', detail: result.message };
+  } catch (error) {
+    if (error instanceof RepairNotFound) return { outcome: 'SKIPPED', detail: error.message };
+    throw error;
+  }
+}
+
 export async function applyMany(
   db: Db,
   req: {
@@ -78,6 +108,8 @@ export async function applyMany(
     /** Claims per second at most (protects the workers sharing the database). */
     ratePerSecond?: number;
     signal?: AbortSignal;
+    /** Called once the targets are selected, before the first claim (progress bars). */
+    onSelected?: (total: number) => void | Promise<void>;
     onProgress?: (done: number, total: number) => void;
   },
   opts: RepairOptions,
@@ -86,6 +118,7 @@ export async function applyMany(
   if (req.dryRun) {
     return { matched: targets.length, dryRun: true, items: [], interrupted: false };
   }
+  await req.onSelected?.(targets.length);
   const gap = 1000 / (req.ratePerSecond ?? 50);
   const items: BulkItem[] = [];
   let last = 0;
@@ -94,26 +127,7 @@ export async function applyMany(
     const wait = last + gap - Date.now();
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     last = Date.now();
-    const request = { projectId: req.projectId, action: req.action, executionId: target.executionId, eventId: target.eventId };
-    try {
-      const preview = await previewRepair(db, request, opts);
-      if (!preview.plan.allowed) {
-        items.push({ ...target, outcome: 'SKIPPED', detail: preview.plan.refusal ?? 'not allowed' });
-        continue;
-      }
-      const result = await applyRepair(
-        db,
-        { ...request, actor: req.actor, reason: req.reason, expectedVersion: preview.expectedVersion },
-        opts,
-      );
-      if (result.ok) items.push({ ...target, outcome: 'APPLIED', detail: result.change });
-      else if (result.code === 'CONFLICT') {
-        items.push({ ...target, outcome: 'SKIPPED', detail: `changed since selection (${result.conflict.reason}, won by ${result.conflict.winner.kind})` });
-      } else items.push({ ...target, outcome: 'SKIPPED', detail: result.message });
-    } catch (error) {
-      if (!(error instanceof RepairNotFound)) throw error;
-      items.push({ ...target, outcome: 'SKIPPED', detail: error.message });
-    }
+    items.push({ ...target, ...(await repairOne(db, req, target, opts)) });
     req.onProgress?.(items.length, targets.length);
   }
   return { matched: targets.length, dryRun: false, items, interrupted: false };

@@ -1,0 +1,51 @@
+import type { ReactNode } from 'react';
+
+/** A titled card: the console's unit of layout. */
+export function Panel({
+  title,
+  summary,
+  aside,
+  children,
+  labelledBy,
+}: {
+  title: string;
+  summary?: ReactNode;
+  aside?: ReactNode;
+  children: ReactNode;
+  labelledBy: string;
+}) {
+  return (
+    <section aria-labelledby={labelledBy} className="overflow-hidden rounded-md border border-zinc-200 bg-white shadow-xs">
+      <header className="flex items-center gap-3 border-b border-zinc-200 px-4 py-2.5">
+        <h2 id={labelledBy} className="text-[13px] font-semibold">
+          {title}
+        </h2>
+        {summary}
+        <div className="ml-auto flex items-center gap-3 text-xs text-zinc-500">{aside}</div>
+      </header>
+      {children}
+    </section>
+  );
+}
+
+/** When the shown data was read; refreshed data shows a pulse while in flight. */
+export function Freshness({ updatedAt, fetching }: { updatedAt: number; fetching: boolean }) {
+  return (
+    <span className="flex items-center gap-1.5 tabular-nums">
+      <span className={`size-1.5 rounded-full ${fetching ? 'animate-pulse bg-sky-500' : 'bg-zinc-300'}`} aria-hidden />
+      {/* Server and browser may format the time in different zones; the browser's wins. */}
+      <span suppressHydrationWarning>checked {new Date(updatedAt).toLocaleTimeString()}</span>
+    </span>
+  );
+}
+
+export function LoadError({ what, message }: { what: string; message: string }) {
+  return (
+    <p role="alert" className="px-4 py-3 text-red-700">
+      Could not load {what}: {message}
+    </p>
+  );
+}
+
+/** How often live panels re-read: often enough to watch a drill, cheap for the database. */
+export const LIVE_REFRESH_MS = 5_000;

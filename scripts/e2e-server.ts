@@ -1,0 +1,91 @@
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import path from 'node:path';
+import pg from 'pg';
+import { startEmbeddedPostgres, withDatabase, type EmbeddedDatabase } from '../server/embedded-postgres';
+import { ROOT, stopEmbeddedPostgres } from './database';
+
+// The web server of the Playwright suite: the real `npm start` path (migrations, demo seed,
+// build if missing, web server, workers) on a fresh database of its own, so the browser
+// tests see exactly what a newcomer sees and never share state with a developer's data.
+// The database lives on TEST_DATABASE_URL's or DATABASE_URL's server, or on an embedded
+// PostgreSQL started here; it is dropped when Playwright stops this process.
+
+/** Beside the `npm start` (54329) and Vitest (54330) embedded servers, so all can run at once. */
+const EMBEDDED_PORT = 54331;
+const STALE_AFTER_MS = 3_600_000;
+
+function log(line: string): void {
+  process.stdout.write(`${'e2e'.padEnd(9)}│ ${line}\n`);
+}
+
+async function withAdmin<T>(serverUrl: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: serverUrl, application_name: 'waypost-e2e' });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Databases of e2e runs killed before they could drop theirs (older than an hour). */
+async function dropStaleDatabases(client: pg.Client): Promise<void> {
+  const { rows } = await client.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname ~ '^wp_e2e_'`);
+  for (const { datname } of rows) {
+    const createdAt = parseInt(datname.split('_')[2] ?? '', 36);
+    if (Date.now() - createdAt > STALE_AFTER_MS) await client.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
+  }
+}
+
+async function main(): Promise<number> {
+  let embedded: EmbeddedDatabase | undefined;
+  let serverUrl = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL;
+  if (!serverUrl) {
+    embedded = await startEmbeddedPostgres({
+      dataDir: path.join(ROOT, '.data', 'e2e-postgres'),
+      port: EMBEDDED_PORT,
+      ephemeral: true,
+      log,
+    });
+    serverUrl = embedded.url;
+  }
+
+  const name = `wp_e2e_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
+  await withAdmin(serverUrl, async (client) => {
+    await dropStaleDatabases(client);
+    await client.query(`CREATE DATABASE "${name}"`);
+  });
+  log(`fresh database ${name}`);
+
+  const product = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'scripts', 'start.ts')], {
+    cwd: ROOT,
+    env: { ...process.env, DATABASE_URL: withDatabase(serverUrl, name), SEED_DEMO: '1' },
+    stdio: 'inherit',
+  });
+  const exited = new Promise<number>((resolve) => product.once('exit', (code) => resolve(code ?? 1)));
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(signal, () => product.kill('SIGTERM'));
+  }
+
+  const code = await exited;
+  if (embedded) {
+    // The whole throwaway server goes, its database with it.
+    await stopEmbeddedPostgres(embedded);
+    rmSync(embedded.dataDir, { recursive: true, force: true });
+  } else {
+    await withAdmin(serverUrl, (client) => client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).catch((error: unknown) =>
+      log(`could not drop ${name}: ${error instanceof Error ? error.message : String(error)}`),
+    );
+  }
+  return code;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    log(`cannot start: ${error instanceof Error ? error.message : String(error)}`);
+    process.exit(1);
+  },
+);

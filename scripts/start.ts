@@ -1,0 +1,196 @@
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { createDb, type Db } from '../server/db';
+import { EnvError, parseEnv, type Env } from '../server/env';
+import { migrate } from '../server/migrator';
+import { openProductDatabase, redactUrl, ROOT, stopEmbeddedPostgres, type ProductDatabase } from './database';
+import { Supervisor, portInUse } from './supervisor';
+
+// `npm start`: the whole product from one command. Database (DATABASE_URL, or an embedded
+// PostgreSQL under .data/), migrations, the demo seed, a build when none exists, then the
+// web server and the workers as child processes, all stopped in order on Ctrl-C.
+
+/** How long a child may take to finish what it holds after SIGTERM (workers drain). */
+const STOP_GRACE_MS = 10_000;
+const NEXT_CLI = createRequire(import.meta.url).resolve('next/dist/bin/next');
+const WORKER_ENTRY = path.join(ROOT, 'server', 'engine', 'worker.ts');
+const SEED_MODULE = path.join(ROOT, 'prisma', 'seed.ts');
+
+interface DemoLogin {
+  email: string;
+  password: string;
+  role: string;
+}
+
+interface DemoSeedModule {
+  /** Idempotent: every start may call it. */
+  seedDemo(db: Db): Promise<{ logins: DemoLogin[] }>;
+}
+
+function log(line: string): void {
+  process.stdout.write(`${'waypost'.padEnd(9)}│ ${line}\n`);
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+let env: Env;
+try {
+  env = parseEnv();
+} catch (error) {
+  if (!(error instanceof EnvError)) throw error;
+  console.error(error.message);
+  process.exit(1);
+}
+
+const supervisor = new Supervisor(path.join(ROOT, '.data', `run-${env.PORT}.json`), ROOT, log);
+let database: ProductDatabase | undefined;
+let stopping: Promise<void> | undefined;
+/** When an operator (or a supervisor) asked this run to stop. */
+let stopRequestedAt: number | undefined;
+
+/** Stop children, then the database they use, then exit: 0 when an operator asked for it. */
+function shutDown(exitCode: number, reason: string): Promise<void> {
+  stopping ??= (async () => {
+    log(reason);
+    await supervisor.stopAll(STOP_GRACE_MS);
+    if (database?.embedded) {
+      log('stopping the embedded PostgreSQL');
+      await stopEmbeddedPostgres(database.embedded);
+    }
+    process.exit(stopRequestedAt === undefined ? exitCode : 0);
+  })();
+  return stopping;
+}
+
+// One Ctrl-C arrives twice: the terminal signals the whole process group and npm forwards
+// its own copy (as the Playwright server forwards SIGTERM). So only a Ctrl-C pressed again
+// a moment later means "kill now".
+const SAME_STOP_MS = 1_000;
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.on(signal, () => {
+    if (stopRequestedAt === undefined) {
+      stopRequestedAt = Date.now();
+      void shutDown(0, `${signal} received: stopping (press Ctrl-C again to kill)`);
+    } else if (signal === 'SIGINT' && Date.now() - stopRequestedAt > SAME_STOP_MS) {
+      log('Ctrl-C again: killing what is still running');
+      supervisor.killAll();
+    }
+  });
+}
+
+/** Start-up failures are written as sentences for the operator; the stack only helps when debugging. */
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  return env.LOG_LEVEL === 'debug' ? (error.stack ?? error.message) : error.message;
+}
+
+async function seedDemo(url: string): Promise<DemoLogin[]> {
+  if (!existsSync(SEED_MODULE)) {
+    log('prisma/seed.ts does not exist yet: no demo data seeded');
+    return [];
+  }
+  const seed = (await import(pathToFileURL(SEED_MODULE).href)) as Partial<DemoSeedModule>;
+  if (typeof seed.seedDemo !== 'function') throw new Error('prisma/seed.ts does not export seedDemo(db)');
+  const db = createDb(url, { poolSize: 2, applicationName: 'waypost-seed' });
+  try {
+    const { logins } = await seed.seedDemo(db);
+    log('demo project seeded');
+    return logins;
+  } finally {
+    await db.$disconnect();
+  }
+}
+
+async function buildIfMissing(): Promise<void> {
+  if (existsSync(path.join(ROOT, '.next', 'BUILD_ID'))) return;
+  log('no build in .next yet: running next build');
+  const exit = await supervisor.start('build', process.execPath, [NEXT_CLI, 'build'], process.env).exited;
+  if (exit.code !== 0) throw new Error(`next build failed (exit code ${exit.code ?? exit.signal}); its output is above`);
+}
+
+/** Polls / until the web server answers 200, which means it reached the database too. */
+async function waitUntilServing(port: number): Promise<void> {
+  const started = Date.now();
+  let lastAnswer = 'no answer';
+  let reported = false;
+  while (!stopping) {
+    try {
+      const response = await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(10_000) });
+      if (response.status === 200) return;
+      lastAnswer = `HTTP ${response.status}`;
+    } catch {
+      lastAnswer = 'no answer';
+    }
+    if (!reported && Date.now() - started > 60_000) {
+      log(`still waiting for http://localhost:${port}/ to answer 200 (so far: ${lastAnswer}); the web server's log is above`);
+      reported = true;
+    }
+    await sleep(250);
+  }
+}
+
+function printReady(url: string, workers: number, logins: DemoLogin[]): void {
+  const lines = [
+    '',
+    `Waypost is running: http://localhost:${env.PORT}`,
+    `  database  ${database?.embedded ? 'embedded PostgreSQL, ' : ''}${redactUrl(url)}`,
+    `  workers   ${workers}`,
+  ];
+  if (logins.length > 0) {
+    lines.push('  demo sign-ins (project "demo"):');
+    const width = Math.max(...logins.map((l) => l.email.length));
+    for (const login of logins) lines.push(`    ${login.role.padEnd(9)} ${login.email.padEnd(width)}  ${login.password}`);
+  }
+  lines.push('Press Ctrl-C to stop.', '');
+  for (const line of lines) log(line);
+}
+
+async function main(): Promise<void> {
+  await supervisor.stopOrphans(STOP_GRACE_MS);
+  if (await portInUse(env.PORT)) {
+    throw new Error(
+      `Port ${env.PORT} is already in use, so the web server cannot start. Stop what holds it (e.g. \`fuser -k ${env.PORT}/tcp\`) or set PORT to a free port.`,
+    );
+  }
+
+  // The embedded PostgreSQL shares the terminal's process group, so Ctrl-C reaches it
+  // before this process reacts: its lines about that shutdown, and about the connections
+  // it closes then, are expected rather than news.
+  const postgresLog = (line: string) => stopping || /shutdown request|administrator command/.test(line) || log(line);
+  database = await openProductDatabase(env, postgresLog);
+  const url = database.url;
+  const migrations = await migrate(url, { log });
+  log(`migrations: ${migrations.applied.length} applied, ${migrations.skipped.length} already applied`);
+  const logins = database.embedded || env.SEED_DEMO === '1' ? await seedDemo(url) : [];
+  await buildIfMissing();
+
+  const childEnv = { ...process.env, DATABASE_URL: url, PORT: String(env.PORT) };
+  supervisor.start('web', process.execPath, [NEXT_CLI, 'start', '-p', String(env.PORT)], childEnv);
+  let workers = 0;
+  if (env.WORKERS > 0 && !existsSync(WORKER_ENTRY)) {
+    log('server/engine/worker.ts does not exist yet: no workers started');
+  } else {
+    for (; workers < env.WORKERS; workers++) {
+      supervisor.start(`worker-${workers + 1}`, process.execPath, ['--import', 'tsx', WORKER_ENTRY], childEnv);
+    }
+  }
+
+  const died = supervisor.firstUnexpectedExit();
+  const serving = await Promise.race([waitUntilServing(env.PORT).then(() => true), died.then(() => false)]);
+  if (serving && !stopping) printReady(url, workers, logins);
+
+  const exit = await died;
+  // Ctrl-C reaches the whole process group at once: a child may exit from it a moment
+  // before this process handles its own copy. Give the signal that moment, so an
+  // operator's stop is not reported as a crash.
+  await sleep(250);
+  if (stopping) return;
+  await shutDown(1, `${exit.name} exited unexpectedly (${exit.signal ?? `code ${exit.code}`}): stopping everything`);
+}
+
+main().catch((error: unknown) => {
+  if (stopping) return;
+  void shutDown(1, `cannot start: ${describe(error)}`);
+});
