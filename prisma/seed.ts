@@ -3,12 +3,14 @@ import type { Db } from '../server/db';
 import {
   createEngineContext,
   createWorkflow,
+  dispatchEvent,
   enroll,
   runWorkerOnce,
   trackEvent,
   type WorkflowInput,
 } from '../server/engine';
-import { claimEventDispatch, failEventDispatch } from '../server/engine/claims';
+import { claimStep } from '../server/engine/claims';
+import { runClaimedStep } from '../server/engine/runner';
 
 // The demo project: one user per role, contacts, workflows and executions in several
 // states, all made by the engine itself (enroll, track, run), so the console has
@@ -93,6 +95,24 @@ export const ORDER_CONFIRMATION: WorkflowInput = {
   transitions: [{ from: 'placed', to: 'confirm', branch: null }],
 };
 
+export const WIN_BACK: WorkflowInput = {
+  name: 'Win-back campaign',
+  description: 'Lapsed customers: wait a week for a purchase, else send a win-back offer.',
+  trigger: 'MANUAL',
+  allowReentry: false,
+  steps: [
+    { key: 'lapsed', type: 'TRIGGER', name: 'Customer lapsed', config: {} },
+    { key: 'purchase', type: 'WAIT_FOR_EVENT', name: 'Wait for a purchase', config: { eventName: 'purchase', timeoutSeconds: 7 * 86400 } },
+    { key: 'welcome_back', type: 'SEND_EMAIL', name: 'Welcome back', config: { subject: 'Welcome back!', body: 'Good to see you again.' } },
+    { key: 'offer', type: 'SEND_EMAIL', name: 'Win-back offer', config: { subject: 'We miss you: 20% off', body: 'Come back with code MISSYOU.' } },
+  ],
+  transitions: [
+    { from: 'lapsed', to: 'purchase', branch: null },
+    { from: 'purchase', to: 'welcome_back', branch: 'EVENT' },
+    { from: 'purchase', to: 'offer', branch: 'TIMEOUT' },
+  ],
+};
+
 const PEOPLE = [
   ['ada@example.com', 'Ada', 'pro'],
   ['grace@example.com', 'Grace', 'free'],
@@ -125,7 +145,7 @@ export async function seedDemo(db: Db): Promise<{ created: boolean; logins: Demo
     await db.membership.create({ data: { userId: user.id, projectId: project.id, role: u.role } });
   }
 
-  const ctx = createEngineContext(db, { owner: 'seed', config: { maxStepAttempts: 1, eventMaxAttempts: 8 } });
+  const ctx = createEngineContext(db, { owner: 'seed', config: { maxStepAttempts: 1, eventMaxAttempts: 8, inlineDispatchSeconds: 0 } });
   const welcome = await createWorkflow(db, project.id, WELCOME_SERIES);
   await createWorkflow(db, project.id, ABANDONED_CART);
   await createWorkflow(db, project.id, ORDER_CONFIRMATION);
@@ -172,22 +192,33 @@ export async function seedDemo(db: Db): Promise<{ created: boolean; logins: Demo
   await enroll(db, { projectId: project.id, workflowId: legacy.id, contactId: contacts[9]!.id });
   await runWorkerOnce(ctx);
 
-  // A poison event: its dispatch failed on every attempt and it was dead-lettered.
-  const poison = await trackEvent(
-    ctx,
-    { projectId: project.id, name: 'cart_abandoned', email: 'broken-import@example.com', data: { items: 'n/a' } },
-    { dispatch: false },
-  );
-  if (poison.ok) {
-    for (let attempt = 0; attempt < ctx.config.eventMaxAttempts; attempt++) {
-      await db.$executeRaw`UPDATE "Event" SET "leaseExpiresAt" = NULL WHERE id = ${poison.eventId}::uuid`;
-      if (!(await claimEventDispatch(db, { eventId: poison.eventId, owner: 'seed', leaseSeconds: 30 }))) break;
-      await failEventDispatch(db, {
-        eventId: poison.eventId,
-        owner: 'seed',
-        error: 'upstream CRM rejected the contact: invalid payload (items must be a number)',
-        maxAttempts: ctx.config.eventMaxAttempts,
-      });
+  // An incident, as the engine leaves it: a "Win-back campaign" execution whose
+  // WAIT_FOR_EVENT step killed its worker on three attempts in a row (a poison step, so
+  // the fleet stops retrying it: LEASE_EXPIRED), and the contact's "purchase" event,
+  // which cannot be delivered while that wait is not in place, retried with backoff
+  // until it was dead-lettered (EVENT_DEAD). Both wait for an operator.
+  const winBack = await createWorkflow(db, project.id, WIN_BACK);
+  const lapsed = await db.contact.create({ data: { projectId: project.id, email: 'lapsed@example.com', data: { firstName: 'Lapsed', plan: 'free' } } });
+  const incident = await enroll(db, { projectId: project.id, workflowId: winBack.id, contactId: lapsed.id });
+  if (incident.ok) {
+    let version = 1;
+    for (let attempt = 0; attempt < 4; attempt++) {
+      // The first claim runs the trigger; each later one is a worker that dies holding the wait step.
+      const claimed = await claimStep(db, { executionId: incident.executionId, expectedVersion: version, leaseSeconds: attempt === 0 ? 30 : 0 });
+      if (!claimed.won) break;
+      version = claimed.claim.version;
+      if (attempt === 0) version = (await runClaimedStep(ctx, claimed.claim)).continueAt ?? version;
+    }
+    const purchase = await trackEvent(
+      ctx,
+      { projectId: project.id, name: 'purchase', contactId: lapsed.id, data: { total: 59 } },
+      { dispatch: false },
+    );
+    if (purchase.ok) {
+      for (let attempt = 0; attempt < ctx.config.eventMaxAttempts; attempt++) {
+        await db.$executeRaw`UPDATE "Event" SET "nextDispatchAt" = now() WHERE id = ${purchase.eventId}::uuid AND "deadAt" IS NULL`;
+        await dispatchEvent(ctx, purchase.eventId).catch(() => null);
+      }
     }
   }
 

@@ -103,9 +103,9 @@ const MUTATIONS: Mutation[] = [
       {
         file: 'server/engine/claims.ts',
         find: `       WHERE status = 'RUNNING' AND "readyAt" <= now()
-       ORDER BY "readyAt"`,
+         AND NOT EXISTS`,
         replace: `       WHERE status = 'RUNNING'
-       ORDER BY "readyAt"`,
+         AND NOT EXISTS`,
       },
     ],
     test: 'test/race/workers.test.ts',

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkInvariants } from '../server/engine';
+import { countStuck } from '../server/repair';
 import { seedDemo, DEMO_USERS } from '../prisma/seed';
 import { freshDatabase, type TestDatabase } from './support/database';
 
@@ -32,6 +33,12 @@ describe('demo seed', () => {
     expect(counts.EXITED).toBeGreaterThanOrEqual(1);
     expect(counts.FAILED).toBeGreaterThanOrEqual(1);
     expect(await t.db.event.count({ where: { deadAt: { not: null } } })).toBe(1);
+    // The incident the console opens on: stuck cases that wait for an operator even
+    // while workers run (the self-healing reasons are healed by the workers in seconds).
+    const stuck = await countStuck(t.db, { projectId: project.id, graceSeconds: 0 });
+    expect(stuck).toMatchObject({ FAILED: 1, EVENT_DEAD: 1, LEASE_EXPIRED: 1 });
+    const dead = await t.db.event.findFirstOrThrow({ where: { deadAt: { not: null } } });
+    expect(dead).toMatchObject({ name: 'purchase', dispatchAttempts: 8, lastError: expect.stringMatching(/being set up/) });
     expect(await t.db.message.count({ where: { status: 'SENT' } })).toBeGreaterThanOrEqual(10);
     for (const inv of await checkInvariants(t.db)) expect(inv, inv.id).toMatchObject({ violations: 0 });
   });

@@ -127,12 +127,23 @@ function splitClaims(rows: ClaimRow[]): { claims: StepClaim[]; unclaimable: Uncl
  */
 export async function claimReadySteps(
   db: DbTx,
-  opts: { limit: number; leaseSeconds: number },
+  opts: {
+    limit: number;
+    leaseSeconds: number;
+    /**
+     * A step whose lease ran out on this many attempts is killing its workers (a poison
+     * step): leave it LEASE_EXPIRED for an operator instead of crash-looping the fleet.
+     */
+    maxAttempts?: number;
+  },
 ): Promise<{ claims: StepClaim[]; unclaimable: UnclaimableStep[] }> {
   const rows = await db.$queryRaw<ClaimRow[]>`
     WITH picked AS (
-      SELECT id FROM "WorkflowExecution"
+      SELECT x.id FROM "WorkflowExecution" x
        WHERE status = 'RUNNING' AND "readyAt" <= now()
+         AND NOT EXISTS (SELECT 1 FROM "StepExecution" p
+                          WHERE p."executionId" = x.id AND p."stepId" = x."currentStepId"
+                            AND p.status = 'RUNNING' AND p.attempt >= ${opts.maxAttempts ?? 2147483647}::int)
        ORDER BY "readyAt"
        LIMIT ${opts.limit}::int
        FOR UPDATE SKIP LOCKED

@@ -12,3 +12,4 @@ export { deliverQueuedMessages } from './sender';
 export { logTransport, smtpTransport, type MailTransport } from './transport';
 export { notifyWorkers, WAKEUP_CHANNEL } from './wakeup';
 export { checkInvariants, totalViolations, INVARIANTS, type InvariantResult } from './invariants';
+export { writeAudit, type AuditInput, type AuditOutcome } from './audit';

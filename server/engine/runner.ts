@@ -147,7 +147,11 @@ export async function driveExecution(ctx: EngineContext, first: StepClaim): Prom
 
 /** Claim up to `limit` due steps and run them (each execution driven as far as it goes). */
 export async function processReadySteps(ctx: EngineContext, limit: number): Promise<number> {
-  const { claims, unclaimable } = await claimReadySteps(ctx.db, { limit, leaseSeconds: ctx.config.leaseSeconds });
+  const { claims, unclaimable } = await claimReadySteps(ctx.db, {
+    limit,
+    leaseSeconds: ctx.config.leaseSeconds,
+    maxAttempts: ctx.config.maxStepAttempts,
+  });
   for (const u of unclaimable) {
     ctx.log('error', 'execution claimed but its step row is in no claimable state; failing it', { ...u });
     await failUnclaimable(ctx.db, u, 'the step row was in a state no worker may claim');

@@ -12,6 +12,7 @@ import { createEngineContext, type EngineContext } from '../engine/context';
 import { dispatchEvent } from '../engine/events';
 import { continueAfterWait, eventContextPatch } from '../engine/runner';
 import { notifyWorkers } from '../engine/wakeup';
+import { writeAudit, type AuditInput } from '../engine/audit';
 import { loadWorkflowGraph, nextStepId, type WorkflowGraph } from '../engine/workflows';
 import { stuckReasonsOf, type StuckItem } from './stuck';
 
@@ -431,33 +432,12 @@ export async function whoWon(db: DbTx, projectId: string, current: ExecutionStat
   return { kind: 'worker', actor: null, action: null, at: current.updatedAt };
 }
 
-interface AuditInput {
-  projectId: string;
-  actor: string;
-  action: RepairAction;
-  targetType: 'execution' | 'event';
-  targetId: string;
-  reason: string;
-  before: unknown;
-  after: unknown;
-  outcome: 'APPLIED' | 'LOST' | 'REJECTED';
-}
-
-/** Written in the transaction of the change it records (I8). */
-export async function writeAudit(db: DbTx, a: AuditInput): Promise<void> {
-  await db.auditEntry.create({
-    data: {
-      projectId: a.projectId,
-      actor: a.actor,
-      action: `repair.${a.action}`,
-      targetType: a.targetType,
-      targetId: a.targetId,
-      reason: a.reason,
-      before: JSON.parse(JSON.stringify(a.before ?? null)),
-      after: JSON.parse(JSON.stringify(a.after ?? null)),
-      outcome: a.outcome,
-    },
-  });
+/** A repair's audit entry: action "repair.<ACTION>", in the transaction of its change (I8). */
+function writeRepairAudit(
+  db: DbTx,
+  a: Omit<AuditInput, 'action'> & { action: RepairAction },
+): Promise<void> {
+  return writeAudit(db, { ...a, action: `repair.${a.action}` });
 }
 
 function stateOf(target: ExecutionSnapshot | EventSnapshot) {
@@ -482,7 +462,7 @@ export async function applyRepair(
       const ctx = createEngineContext(tx, { ...opts.engine, owner: req.actor });
       const { target, graph } = await loadTarget(tx, req, opts);
       const audit = (outcome: AuditInput['outcome'], after: unknown) =>
-        writeAudit(tx, {
+        writeRepairAudit(tx, {
           projectId: req.projectId,
           actor: req.actor,
           action: req.action,

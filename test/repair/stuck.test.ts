@@ -93,6 +93,23 @@ describe('stuck reasons, made as in production, and their repairs', () => {
     await expectHealthy();
   });
 
+  it('LEASE_EXPIRED that stays: a poison step killed its worker on every attempt; the fleet stops retrying it', async () => {
+    const wf = await workflowFrom(t.db, projectId, delayWorkflow(0, { name: 'poison-step' }));
+    const id = idOf(await enroll(t.db, { projectId, workflowId: wf.id, email: 'poison-step@example.com' }));
+    // Three workers in turn claim the step and die holding it (their leases run out at once).
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      const { claims } = await claimReadySteps(t.db, { limit: 10, leaseSeconds: 0, maxAttempts: 3 });
+      expect(claims.map((c) => [c.executionId, c.attempt])).toEqual([[id, attempt]]);
+    }
+    // A fourth worker leaves it alone: it would only die too.
+    expect((await claimReadySteps(t.db, { limit: 10, leaseSeconds: 0, maxAttempts: 3 })).claims).toEqual([]);
+    expect(await reasonsOf(id)).toEqual(['LEASE_EXPIRED']);
+    await repair('RETRY_STEP', { executionId: id }, 'the step was fixed');
+    await runWorkerOnce(createEngineContext(t.db));
+    expect((await t.db.workflowExecution.findUniqueOrThrow({ where: { id } })).status).toBe('COMPLETED');
+    await expectHealthy();
+  });
+
   it('WAIT_OVERDUE: a wait whose timeout nobody processed; FORCE_TIMEOUT takes the TIMEOUT branch', async () => {
     const wf = await workflowFrom(t.db, projectId, waitWorkflow({ name: 'overdue' }, 1));
     const id = idOf(await enroll(t.db, { projectId, workflowId: wf.id, email: 'overdue@example.com' }));
