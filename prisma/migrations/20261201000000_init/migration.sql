@@ -264,6 +264,8 @@ CREATE INDEX "StepExecution_stepId_idx" ON "StepExecution"("stepId");
 CREATE INDEX "StepExecution_timer_idx" ON "StepExecution"("dueAt") WHERE "status" = 'WAITING' AND "resolvedBy" IS NULL;
 -- CONTINUATION_PENDING: waits claimed (resolved) but not yet advanced past.
 CREATE INDEX "StepExecution_continuation_idx" ON "StepExecution"("resolvedAt") WHERE "status" = 'WAITING' AND "resolvedBy" IS NOT NULL;
+-- FAILED: the failed step rows (few: a retried step's row is reused, I2).
+CREATE INDEX "StepExecution_failed_idx" ON "StepExecution"("executionId") WHERE "status" = 'FAILED';
 -- LEASE_EXPIRED: steps held by a worker, by lease expiry.
 CREATE INDEX "StepExecution_lease_idx" ON "StepExecution"("leaseExpiresAt") WHERE "status" = 'RUNNING';
 CREATE UNIQUE INDEX "Event_projectId_idempotencyKey_key" ON "Event"("projectId", "idempotencyKey");

@@ -1,0 +1,112 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Prisma } from '../../server/db';
+import { countStuck, listStuck, STUCK_REASONS, stuckQuery } from '../../server/repair';
+import { freshDatabase, type TestDatabase } from '../support/database';
+import { createProject, waitWorkflow, workflowFrom } from '../support/fixtures';
+
+// The stuck predicates stay index scans as executions grow (issue 5, DESIGN.md section 8):
+// 100,000 executions in the shapes production leaves (mostly finished, a few thousand
+// active, some of them stuck), then EXPLAIN every predicate and check that no big table
+// is read by a sequential scan.
+
+let t: TestDatabase;
+let projectId: string;
+const BIG_TABLES = ['WorkflowExecution', 'StepExecution', 'Event'];
+
+beforeAll(async () => {
+  t = await freshDatabase();
+  projectId = (await createProject(t.db, 'big')).id;
+  // A second, noisy project: the predicates must not wade through it either.
+  const noise = (await createProject(t.db, 'noise')).id;
+  for (const p of [projectId, noise]) {
+    for (let i = 0; i < 25; i++) await workflowFrom(t.db, p, waitWorkflow({ name: `wf-${i}`, allowReentry: true }));
+    await t.query(
+      `INSERT INTO "Contact"(id, "projectId", email) SELECT gen_random_uuid(), $1, 'c' || g || '@example.com' FROM generate_series(1, 2000) g`,
+      [p],
+    );
+  }
+  // 50,000 executions per project; g -> (workflow, contact) is one-to-one, so the active
+  // ones never collide on I1. Statuses by range of g.
+  for (const p of [projectId, noise]) {
+    await t.query(
+      `WITH w AS (SELECT array_agg(id ORDER BY id) ids FROM "Workflow" WHERE "projectId" = $1),
+            c AS (SELECT array_agg(id ORDER BY id) ids FROM "Contact" WHERE "projectId" = $1)
+       INSERT INTO "WorkflowExecution"(id, "projectId", "workflowId", "contactId", status, "startedAt", "updatedAt", "finishedAt", "readyAt")
+       SELECT gen_random_uuid(), $1, w.ids[1 + g % 25], c.ids[1 + (g / 25) % 2000],
+              (CASE WHEN g < 46000 THEN 'COMPLETED' WHEN g < 48000 THEN 'WAITING' WHEN g < 49000 THEN 'RUNNING' ELSE 'FAILED' END)::"ExecutionStatus",
+              now() - (g || ' seconds')::interval, now(),
+              CASE WHEN g < 46000 OR g >= 49000 THEN now() END,
+              CASE WHEN g >= 48000 AND g < 49000 THEN now() - interval '1 hour' END
+         FROM generate_series(0, 49999) g, w, c`,
+      [p],
+    );
+  }
+  // Current steps and step rows as the engine leaves them.
+  await t.query(`
+    UPDATE "WorkflowExecution" e SET "currentStepId" = s.id
+      FROM "WorkflowStep" s
+     WHERE s."workflowId" = e."workflowId"
+       AND s.key = CASE WHEN e.status IN ('WAITING') THEN 'wait' WHEN e.status = 'COMPLETED' THEN 'thanks' ELSE 'hello' END`);
+  await t.query(`
+    INSERT INTO "StepExecution"(id, "executionId", "stepId", status, "dueAt", "resolvedBy", "resolvedAt", "leaseExpiresAt", "startedAt", "finishedAt")
+    SELECT gen_random_uuid(), e.id, e."currentStepId",
+           (CASE e.status WHEN 'COMPLETED' THEN 'COMPLETED' WHEN 'WAITING' THEN 'WAITING' WHEN 'FAILED' THEN 'FAILED'
+                          ELSE 'RUNNING' END)::"StepStatus",
+           CASE WHEN e.status = 'WAITING' THEN now() + ((random() - 0.2) * interval '2 days') END,
+           CASE WHEN e.status = 'WAITING' AND random() < 0.05 THEN 'EVENT'::"WaitResolver" END,
+           CASE WHEN e.status = 'WAITING' THEN now() - interval '1 hour' END,
+           CASE WHEN e.status = 'RUNNING' THEN now() - interval '1 hour' END,
+           e."startedAt", CASE WHEN e.status IN ('COMPLETED', 'FAILED') THEN now() END
+      FROM "WorkflowExecution" e
+     WHERE e.status <> 'RUNNING' OR random() < 0.5`);
+  await t.query(`UPDATE "StepExecution" SET "resolvedAt" = NULL WHERE "resolvedBy" IS NULL`);
+  // 40,000 events: processed, a few pending, a few dead.
+  await t.query(`
+    INSERT INTO "Event"(id, "projectId", name, "createdAt", "processedAt", "deadAt", "dispatchAttempts")
+    SELECT gen_random_uuid(), CASE WHEN g % 2 = 0 THEN $1::uuid ELSE $2::uuid END, 'purchase', now() - (g || ' seconds')::interval,
+           CASE WHEN g % 100 NOT IN (0, 2) THEN now() END, CASE WHEN g % 100 = 0 THEN now() END, CASE WHEN g % 100 = 0 THEN 8 ELSE 1 END
+      FROM generate_series(1, 40000) g`,
+    [projectId, noise],
+  );
+  await t.query('ANALYZE');
+}, 300_000);
+afterAll(async () => t?.drop());
+
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  Plans?: PlanNode[];
+}
+
+function nodes(plan: PlanNode): PlanNode[] {
+  return [plan, ...(plan.Plans ?? []).flatMap(nodes)];
+}
+
+describe('stuck predicates at 100,000 executions', () => {
+  it('the data looks like production: every reason has cases', async () => {
+    const [count] = await t.query(`SELECT count(*)::int AS n FROM "WorkflowExecution"`);
+    expect(count.n).toBe(100_000);
+    const counts = await countStuck(t.db, { projectId, graceSeconds: 60 });
+    for (const reason of STUCK_REASONS) expect(counts[reason], reason).toBeGreaterThan(0);
+  });
+
+  it.each(STUCK_REASONS.map((r) => [r]))('%s is answered from indexes, no sequential scan of a big table', async (reason) => {
+    const query = stuckQuery(reason, { projectId, graceSeconds: 60 });
+    const [row] = await t.db.$queryRaw<{ 'QUERY PLAN': [{ Plan: PlanNode }] }[]>`EXPLAIN (FORMAT JSON) ${query}`;
+    const plan = row!['QUERY PLAN'][0].Plan;
+    const all = nodes(plan);
+    const seqScans = all.filter((n) => n['Node Type'] === 'Seq Scan' && BIG_TABLES.includes(n['Relation Name'] ?? ''));
+    expect(seqScans, JSON.stringify(all.map((n) => [n['Node Type'], n['Relation Name'], n['Index Name']]))).toEqual([]);
+    const indexes = all.map((n) => n['Index Name']).filter(Boolean);
+    expect(indexes.length).toBeGreaterThan(0);
+  });
+
+  it('the first page of the stuck list is one index-driven query too', async () => {
+    const page = await listStuck(t.db, { projectId, graceSeconds: 60, limit: 50 });
+    expect(page.items).toHaveLength(50);
+    expect(page.nextCursor).not.toBeNull();
+  });
+});
+
+void Prisma;
