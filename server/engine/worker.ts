@@ -165,22 +165,42 @@ async function main(): Promise<void> {
   });
   const worker = new Worker(ctx, { concurrency, from: config.MAIL_FROM });
 
-  // LISTEN on a dedicated connection; if it drops, polling still finds the work.
-  const listener = new pg.Client({ connectionString: url, application_name: 'waypost-worker-listen' });
-  listener.on('notification', () => worker.poke());
-  listener.on('error', (error) => log('warn', 'wake-up listener lost; polling only', { error: String(error) }));
-  await listener
-    .connect()
-    .then(() => listener.query(`LISTEN ${WAKEUP_CHANNEL}`))
-    .catch((error) => log('warn', 'could not LISTEN; polling only', { error: String(error) }));
-
+  // LISTEN on a dedicated connection. If it drops (PostgreSQL restarted), polling still
+  // finds the work, and the listener comes back with a backoff.
   let stopping = false;
+  let listener: pg.Client | null = null;
+  let listenerRetry: NodeJS.Timeout | null = null;
+  const listen = async (attempt: number): Promise<void> => {
+    const client = new pg.Client({ connectionString: url, application_name: 'waypost-worker-listen' });
+    client.on('notification', () => worker.poke());
+    const retry = (error: unknown) => {
+      if (listener !== client || stopping) return;
+      listener = null;
+      log('warn', 'wake-up listener lost; polling until it is back', { error: String(error) });
+      listenerRetry = setTimeout(() => void listen(attempt + 1), Math.min(30_000, 1000 * 2 ** attempt));
+    };
+    client.on('error', retry);
+    client.on('end', () => retry('connection ended'));
+    listener = client;
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${WAKEUP_CHANNEL}`);
+      attempt = 0;
+    } catch (error) {
+      retry(error);
+    }
+  };
+  await listen(0);
+
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     log('info', `${signal}: draining`);
+    if (listenerRetry) clearTimeout(listenerRetry);
+    const closing = listener;
+    listener = null;
     await worker.stop();
-    await listener.end().catch(() => {});
+    await closing?.end().catch(() => {});
     transport.close?.();
     await closeDb(db);
     log('info', 'stopped');
