@@ -1,4 +1,4 @@
-import type { DbTx } from '../db';
+import { Prisma, type DbTx } from '../db';
 
 // Every state change of the engine, one named function each, one SQL statement each.
 //
@@ -119,6 +119,35 @@ function splitClaims(rows: ClaimRow[]): { claims: StepClaim[]; unclaimable: Uncl
 }
 
 /**
+ * The second half of both step claims, after an `exec` CTE has claimed executions: the
+ * step row of each (I2: unique per execution and step) is created, or re-claimed as a new
+ * attempt when its last attempt failed, an operator reset it (PENDING) or its lease ran
+ * out. A step a live worker holds is never taken: the DO UPDATE's WHERE leaves it, and
+ * the claim comes back without a step row (unclaimable).
+ */
+function claimedStepRows(leaseSeconds: number): Prisma.Sql {
+  return Prisma.sql`step AS (
+      INSERT INTO "StepExecution" AS s
+             (id, "executionId", "stepId", status, attempt, "claimToken", "leaseExpiresAt", "startedAt")
+      SELECT gen_random_uuid(), exec.id, exec."currentStepId", 'RUNNING', 1, gen_random_uuid(),
+             now() + ${leaseSeconds}::float8 * interval '1 second', now()
+        FROM exec
+      ON CONFLICT ("executionId", "stepId") DO UPDATE
+         SET status = 'RUNNING', attempt = s.attempt + 1, "claimToken" = EXCLUDED."claimToken",
+             "leaseExpiresAt" = EXCLUDED."leaseExpiresAt", "startedAt" = now(), error = NULL
+       WHERE s.status IN ('PENDING', 'FAILED') OR (s.status = 'RUNNING' AND s."leaseExpiresAt" < now())
+      RETURNING s.id, s."executionId", s."claimToken", s.attempt
+    )
+    SELECT exec.id AS "executionId", exec.version, exec."currentStepId" AS "stepId", exec."projectId",
+           exec."workflowId", exec."contactId", exec.context,
+           step.id AS "stepExecutionId", step."claimToken", step.attempt,
+           c.email AS "contactEmail", c.data AS "contactData", c.subscribed AS "contactSubscribed"
+      FROM exec
+      LEFT JOIN step ON step."executionId" = exec.id
+      JOIN "Contact" c ON c.id = exec."contactId"`;
+}
+
+/**
  * I2, I6: pick up to `limit` RUNNING executions whose step is due, skipping rows another
  * worker holds; bump each version and insert (or re-claim, if its lease expired or its
  * last attempt failed) the step row with a fresh claim token and lease. The unique
@@ -155,25 +184,7 @@ export async function claimReadySteps(
         FROM picked
        WHERE e.id = picked.id AND e.status = 'RUNNING'
       RETURNING e.id, e.version, e."currentStepId", e."projectId", e."workflowId", e."contactId", e.context
-    ), step AS (
-      INSERT INTO "StepExecution" AS s
-             (id, "executionId", "stepId", status, attempt, "claimToken", "leaseExpiresAt", "startedAt")
-      SELECT gen_random_uuid(), exec.id, exec."currentStepId", 'RUNNING', 1, gen_random_uuid(),
-             now() + ${opts.leaseSeconds}::float8 * interval '1 second', now()
-        FROM exec
-      ON CONFLICT ("executionId", "stepId") DO UPDATE
-         SET status = 'RUNNING', attempt = s.attempt + 1, "claimToken" = EXCLUDED."claimToken",
-             "leaseExpiresAt" = EXCLUDED."leaseExpiresAt", "startedAt" = now(), error = NULL
-       WHERE s.status IN ('PENDING', 'FAILED') OR (s.status = 'RUNNING' AND s."leaseExpiresAt" < now())
-      RETURNING s.id, s."executionId", s."claimToken", s.attempt
-    )
-    SELECT exec.id AS "executionId", exec.version, exec."currentStepId" AS "stepId", exec."projectId",
-           exec."workflowId", exec."contactId", exec.context,
-           step.id AS "stepExecutionId", step."claimToken", step.attempt,
-           c.email AS "contactEmail", c.data AS "contactData", c.subscribed AS "contactSubscribed"
-      FROM exec
-      LEFT JOIN step ON step."executionId" = exec.id
-      JOIN "Contact" c ON c.id = exec."contactId"`;
+    ), ${claimedStepRows(opts.leaseSeconds)}`;
   return splitClaims(rows);
 }
 
@@ -194,25 +205,7 @@ export async function claimStep(
              "updatedAt" = now()
        WHERE e.id = ${opts.executionId}::uuid AND e.version = ${opts.expectedVersion} AND e.status = 'RUNNING'
       RETURNING e.id, e.version, e."currentStepId", e."projectId", e."workflowId", e."contactId", e.context
-    ), step AS (
-      INSERT INTO "StepExecution" AS s
-             (id, "executionId", "stepId", status, attempt, "claimToken", "leaseExpiresAt", "startedAt")
-      SELECT gen_random_uuid(), exec.id, exec."currentStepId", 'RUNNING', 1, gen_random_uuid(),
-             now() + ${opts.leaseSeconds}::float8 * interval '1 second', now()
-        FROM exec
-      ON CONFLICT ("executionId", "stepId") DO UPDATE
-         SET status = 'RUNNING', attempt = s.attempt + 1, "claimToken" = EXCLUDED."claimToken",
-             "leaseExpiresAt" = EXCLUDED."leaseExpiresAt", "startedAt" = now(), error = NULL
-       WHERE s.status IN ('PENDING', 'FAILED') OR (s.status = 'RUNNING' AND s."leaseExpiresAt" < now())
-      RETURNING s.id, s."executionId", s."claimToken", s.attempt
-    )
-    SELECT exec.id AS "executionId", exec.version, exec."currentStepId" AS "stepId", exec."projectId",
-           exec."workflowId", exec."contactId", exec.context,
-           step.id AS "stepExecutionId", step."claimToken", step.attempt,
-           c.email AS "contactEmail", c.data AS "contactData", c.subscribed AS "contactSubscribed"
-      FROM exec
-      LEFT JOIN step ON step."executionId" = exec.id
-      JOIN "Contact" c ON c.id = exec."contactId"`;
+    ), ${claimedStepRows(opts.leaseSeconds)}`;
   if (rows.length === 0) return { won: false, current: await readExecutionState(db, opts.executionId) };
   const { claims, unclaimable } = splitClaims(rows);
   if (claims[0]) return { won: true, claim: claims[0] };

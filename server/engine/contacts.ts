@@ -34,3 +34,22 @@ export async function findContactByEmail(db: DbTx, projectId: string, email: str
     SELECT id FROM "Contact" WHERE "projectId" = ${projectId}::uuid AND lower(email) = lower(${email.trim()})`;
   return rows[0] ?? null;
 }
+
+/**
+ * The contact an API call names: by id (which must belong to the project, else null: a
+ * foreign id is as good as absent) or by email (created if new, data merged).
+ * 'none' when the call names no contact at all.
+ */
+export async function resolveContact(
+  db: DbTx,
+  projectId: string,
+  who: { contactId?: string | null; email?: string | null; data?: Record<string, unknown> },
+): Promise<string | null | 'none'> {
+  if (who.contactId) {
+    const [contact] = await db.$queryRaw<{ id: string }[]>`
+      SELECT id FROM "Contact" WHERE id = ${who.contactId}::uuid AND "projectId" = ${projectId}::uuid`;
+    return contact?.id ?? null;
+  }
+  if (who.email) return (await upsertContact(db, projectId, who.email, who.data)).id;
+  return 'none';
+}

@@ -1,6 +1,6 @@
 import type { DbTx } from '../db';
 import { insertExecution } from './claims';
-import { upsertContact } from './contacts';
+import { resolveContact } from './contacts';
 
 // One enrollment function for every entry point: the API, the console, CSV import and
 // tracked events. The read-side checks only produce the friendlier answer; the unique
@@ -78,17 +78,12 @@ export async function enroll(db: DbTx, input: EnrollInput): Promise<EnrollResult
   if (!workflow || !workflow.triggerStepId) return { ok: false, reason: 'WORKFLOW_NOT_FOUND' };
   if (!workflow.enabled) return { ok: false, reason: 'WORKFLOW_DISABLED' };
 
-  let contactId: string;
-  if (input.contactId) {
-    const [contact] = await db.$queryRaw<{ id: string }[]>`
-      SELECT id FROM "Contact" WHERE id = ${input.contactId}::uuid AND "projectId" = ${input.projectId}::uuid`;
-    if (!contact) return { ok: false, reason: 'CONTACT_NOT_FOUND' };
-    contactId = contact.id;
-  } else if (input.email) {
-    contactId = (await upsertContact(db, input.projectId, input.email, input.contactData)).id;
-  } else {
-    return { ok: false, reason: 'CONTACT_NOT_FOUND' };
-  }
+  const contactId = await resolveContact(db, input.projectId, {
+    contactId: input.contactId,
+    email: input.email,
+    data: input.contactData,
+  });
+  if (contactId === null || contactId === 'none') return { ok: false, reason: 'CONTACT_NOT_FOUND' };
 
   const sourceEventId = input.sourceEventId ?? null;
   const before = await findBlocking(db, workflow, contactId, sourceEventId);

@@ -6,7 +6,7 @@ import {
   failEventDispatch,
   type EventRow,
 } from './claims';
-import { upsertContact } from './contacts';
+import { resolveContact } from './contacts';
 import type { EngineContext } from './context';
 import { enroll, type EnrollResult } from './enrollment';
 import { eventContextPatch, resolveWait, type ResumeResult } from './runner';
@@ -59,15 +59,9 @@ export async function storeEvent(
   input: TrackEventInput,
   inlineDispatchSeconds: number,
 ): Promise<TrackEventResult> {
-  let contactId: string | null = null;
-  if (input.contactId) {
-    const [contact] = await db.$queryRaw<{ id: string }[]>`
-      SELECT id FROM "Contact" WHERE id = ${input.contactId}::uuid AND "projectId" = ${input.projectId}::uuid`;
-    if (!contact) return { ok: false, reason: 'CONTACT_NOT_FOUND' };
-    contactId = contact.id;
-  } else if (input.email) {
-    contactId = (await upsertContact(db, input.projectId, input.email)).id;
-  }
+  const contact = await resolveContact(db, input.projectId, { contactId: input.contactId, email: input.email });
+  if (contact === null) return { ok: false, reason: 'CONTACT_NOT_FOUND' };
+  const contactId = contact === 'none' ? null : contact;
   const rows = await db.$queryRaw<{ id: string }[]>`
     INSERT INTO "Event" (id, "projectId", "contactId", name, data, "idempotencyKey", "createdAt", "nextDispatchAt")
     VALUES (gen_random_uuid(), ${input.projectId}::uuid, ${contactId}::uuid, ${input.name},
