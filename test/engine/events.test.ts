@@ -20,6 +20,16 @@ describe('tracked events', () => {
     expect(await t.db.event.count({ where: { projectId: p.id } })).toBe(1);
   });
 
+  it('an event tracked by email creates the contact, and its data stays the event’s', async () => {
+    const ctx = createEngineContext(t.db);
+    const p = await createProject(t.db);
+    await trackEvent(ctx, { projectId: p.id, name: 'purchase', email: 'New@Example.com', data: { total: 42 } });
+    const contact = await t.db.contact.findFirstOrThrow({ where: { projectId: p.id } });
+    expect(contact).toMatchObject({ email: 'New@Example.com', data: {} });
+    const event = await t.db.event.findFirstOrThrow({ where: { projectId: p.id } });
+    expect(event).toMatchObject({ contactId: contact.id, data: { total: 42 } });
+  });
+
   it('refuses a contact id of another project and stores nothing', async () => {
     const ctx = createEngineContext(t.db);
     const p1 = await createProject(t.db);
