@@ -9,6 +9,10 @@ import { Prisma, type DbTx } from '../db';
 // not) as a unit with a single round trip and a single WAL flush: fewer, shorter
 // transactions per step is what makes the engine fast (DESIGN.md section 7).
 //
+// Lock order: a claim that touches an execution and its step row locks the execution row
+// first (its UPDATE or a FOR UPDATE comes first in the statement), so no two claims can
+// deadlock; the timer's batch claim takes its locks with SKIP LOCKED and never waits.
+//
 // The first comment line of each function names the invariant it protects.
 // test/claims-lint.test.ts checks that every exported claim is one statement with a
 // version or status predicate.
@@ -215,17 +219,17 @@ export async function claimStep(
 /** I6: keep a long-running step's lease (and the execution's wake-up) from expiring. */
 export async function renewLease(db: DbTx, claim: StepClaim, leaseSeconds: number): Promise<boolean> {
   const rows = await db.$queryRaw<{ id: string }[]>`
-    WITH step AS (
-      UPDATE "StepExecution"
-         SET "leaseExpiresAt" = now() + ${leaseSeconds}::float8 * interval '1 second'
-       WHERE id = ${claim.stepExecutionId}::uuid AND "claimToken" = ${claim.claimToken}::uuid AND status = 'RUNNING'
-      RETURNING "executionId"
+    WITH exec AS (
+      UPDATE "WorkflowExecution" e
+         SET "readyAt" = now() + ${leaseSeconds}::float8 * interval '1 second'
+       WHERE e.id = ${claim.executionId}::uuid AND e.version = ${claim.version} AND e.status = 'RUNNING'
+      RETURNING e.id
     )
-    UPDATE "WorkflowExecution" e
-       SET "readyAt" = now() + ${leaseSeconds}::float8 * interval '1 second'
-      FROM step
-     WHERE e.id = step."executionId" AND e.version = ${claim.version} AND e.status = 'RUNNING'
-    RETURNING e.id`;
+    UPDATE "StepExecution" s
+       SET "leaseExpiresAt" = now() + ${leaseSeconds}::float8 * interval '1 second'
+      FROM exec
+     WHERE s.id = ${claim.stepExecutionId}::uuid AND s."claimToken" = ${claim.claimToken}::uuid AND s.status = 'RUNNING'
+    RETURNING s.id`;
   return rows.length > 0;
 }
 
@@ -450,16 +454,23 @@ export async function claimWait(
     expectedVersion?: number | null;
   },
 ): Promise<Won<{ wait: WaitClaim }> | Lost<WaitState | null>> {
+  // Lock order, as in every claim: the execution row first, then its step row, so two
+  // claims can never deadlock. FOR UPDATE hands back the execution as it is once any
+  // writer ahead of us has committed; the step row is re-checked the same way.
   const rows = await db.$queryRaw<WaitClaim[]>`
-    WITH w AS (
+    WITH locked AS (
+      SELECT e.id, e.version, e.status, e."currentStepId" FROM "WorkflowExecution" e
+       WHERE e.id = (SELECT "executionId" FROM "StepExecution" WHERE id = ${opts.stepExecutionId}::uuid)
+       FOR UPDATE
+    ), w AS (
       UPDATE "StepExecution" s
          SET "resolvedBy" = ${opts.resolvedBy}::"WaitResolver", "resolvedAt" = now(),
              "resolvedBranch" = ${opts.branch}, "resumeEventId" = ${opts.eventId ?? null}::uuid
+        FROM locked
        WHERE s.id = ${opts.stepExecutionId}::uuid AND s.status = 'WAITING' AND s."resolvedBy" IS NULL
          AND (${opts.resolvedBy} <> 'TIMEOUT' OR s."dueAt" <= now())
-         AND EXISTS (SELECT 1 FROM "WorkflowExecution" e
-                      WHERE e.id = s."executionId" AND e.status = 'WAITING' AND e."currentStepId" = s."stepId"
-                        AND (${opts.expectedVersion ?? null}::int IS NULL OR e.version = ${opts.expectedVersion ?? null}::int))
+         AND s."executionId" = locked.id AND locked.status = 'WAITING' AND locked."currentStepId" = s."stepId"
+         AND (${opts.expectedVersion ?? null}::int IS NULL OR locked.version = ${opts.expectedVersion ?? null}::int)
       RETURNING s.id, s."executionId", s."stepId", s."resolvedBy", s."resolvedBranch"
     ), exec AS (
       UPDATE "WorkflowExecution" e
@@ -481,19 +492,27 @@ export async function claimWait(
  * first (the row no longer matches) or waits for this statement and then loses.
  */
 export async function claimDueWaits(db: DbTx, opts: { limit: number }): Promise<WaitClaim[]> {
+  // Both locks are taken with SKIP LOCKED: the timer never waits on a row, so it cannot
+  // join a deadlock with the claims that lock an execution and then wait for its step.
   return db.$queryRaw<WaitClaim[]>`
     WITH due AS (
-      SELECT s.id FROM "StepExecution" s
+      SELECT s.id, s."executionId" FROM "StepExecution" s
        WHERE s.status = 'WAITING' AND s."resolvedBy" IS NULL AND s."dueAt" <= now()
        ORDER BY s."dueAt"
        LIMIT ${opts.limit}::int
+       FOR UPDATE SKIP LOCKED
+    ), locked AS (
+      SELECT e.id, e.status, e."currentStepId" FROM "WorkflowExecution" e
+       WHERE e.id IN (SELECT "executionId" FROM due)
        FOR UPDATE SKIP LOCKED
     ), w AS (
       UPDATE "StepExecution" s
          SET "resolvedBy" = 'TIMEOUT', "resolvedAt" = now(),
              "resolvedBranch" = CASE WHEN ws.type = 'WAIT_FOR_EVENT' THEN 'TIMEOUT' END
-        FROM due, "WorkflowStep" ws
-       WHERE s.id = due.id AND ws.id = s."stepId" AND s.status = 'WAITING' AND s."resolvedBy" IS NULL
+        FROM due, locked, "WorkflowStep" ws
+       WHERE s.id = due.id AND locked.id = due."executionId" AND ws.id = s."stepId"
+         AND s.status = 'WAITING' AND s."resolvedBy" IS NULL
+         AND locked.status = 'WAITING' AND locked."currentStepId" = s."stepId"
       RETURNING s.id, s."executionId", s."stepId", s."resolvedBranch"
     ), exec AS (
       UPDATE "WorkflowExecution" e
