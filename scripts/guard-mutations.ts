@@ -160,7 +160,7 @@ for (const m of MUTATIONS) {
   } catch (error) {
     failed = true;
     // The first assertion that broke, so a reader can see *why* the run failed.
-    const out = String((error as { stdout?: Buffer }).stdout ?? '').replace(/\x1b\[[0-9;]*m/g, '');
+    const out = `${(error as { stdout?: Buffer }).stdout ?? ''}${(error as { stderr?: Buffer }).stderr ?? ''}`.replace(/\x1b\[[0-9;]*m/g, '');
     evidence = out.split('\n').find((line) => /AssertionError|Error:|timed out/.test(line))?.trim() ?? '(no assertion line found)';
   } finally {
     restore(originals);

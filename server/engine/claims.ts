@@ -127,7 +127,8 @@ function splitClaims(rows: ClaimRow[]): { claims: StepClaim[]; unclaimable: Uncl
  * step row of each (I2: unique per execution and step) is created, or re-claimed as a new
  * attempt when its last attempt failed, an operator reset it (PENDING) or its lease ran
  * out. A step a live worker holds is never taken: the DO UPDATE's WHERE leaves it, and
- * the claim comes back without a step row (unclaimable).
+ * the claim comes back without a step row (unclaimable). A re-claim keeps the row's
+ * startedAt: a step (a wait, say) began at its first claim, whatever its attempts.
  */
 function claimedStepRows(leaseSeconds: number): Prisma.Sql {
   return Prisma.sql`step AS (
@@ -138,7 +139,7 @@ function claimedStepRows(leaseSeconds: number): Prisma.Sql {
         FROM exec
       ON CONFLICT ("executionId", "stepId") DO UPDATE
          SET status = 'RUNNING', attempt = s.attempt + 1, "claimToken" = EXCLUDED."claimToken",
-             "leaseExpiresAt" = EXCLUDED."leaseExpiresAt", "startedAt" = now(), error = NULL
+             "leaseExpiresAt" = EXCLUDED."leaseExpiresAt", error = NULL
        WHERE s.status IN ('PENDING', 'FAILED') OR (s.status = 'RUNNING' AND s."leaseExpiresAt" < now())
       RETURNING s.id, s."executionId", s."claimToken", s.attempt
     )

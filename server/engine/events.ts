@@ -119,7 +119,7 @@ async function deliverClaimedEvent(ctx: EngineContext, event: EventRow): Promise
 }
 
 interface MatchingWait {
-  stepExecutionId: string | null;
+  stepExecutionId: string;
   executionId: string;
   parked: boolean;
 }
@@ -143,29 +143,30 @@ async function deliverEvent(ctx: EngineContext, event: EventRow): Promise<Dispat
     summary.enrollments.push({ workflowId: wf.id, result });
   }
 
-  // Waits of this contact for this event name that began before the event happened. A
-  // wait still being parked (its step claimed, not yet WAITING) would miss the event:
-  // retry the dispatch shortly instead, when the wait is in place.
+  // Waits of this contact for this event name that had begun (their step claimed) when
+  // the event happened: however late the dispatch runs, an event never resolves a wait
+  // that started after it. A wait still being parked (claimed, not yet WAITING) would
+  // miss the event: retry the dispatch shortly instead, when the wait is in place.
   const waits = await ctx.db.$queryRaw<MatchingWait[]>`
     SELECT s.id AS "stepExecutionId", e.id AS "executionId", s.status = 'WAITING' AS parked
       FROM "WorkflowExecution" e
       JOIN "WorkflowStep" ws ON ws.id = e."currentStepId"
-      LEFT JOIN "StepExecution" s ON s."executionId" = e.id AND s."stepId" = e."currentStepId"
+      JOIN "StepExecution" s ON s."executionId" = e.id AND s."stepId" = e."currentStepId"
      WHERE e."contactId" = ${event.contactId}::uuid AND e."projectId" = ${event.projectId}::uuid
        AND e.status IN ('RUNNING', 'WAITING')
        AND ws.type = 'WAIT_FOR_EVENT' AND ws.config->>'eventName' = ${event.name}
-       AND (s.id IS NULL OR (s.status IN ('RUNNING', 'WAITING') AND s."resolvedBy" IS NULL))
-       AND e."startedAt" <= ${event.createdAt}`;
+       AND (s.status = 'RUNNING' OR (s.status = 'WAITING' AND s."resolvedBy" IS NULL))
+       AND s."startedAt" <= ${event.createdAt}`;
   const parking = waits.filter((w) => !w.parked);
   for (const wait of waits.filter((w) => w.parked)) {
     const result = await resolveWait(ctx, {
-      stepExecutionId: wait.stepExecutionId!,
+      stepExecutionId: wait.stepExecutionId,
       resolvedBy: 'EVENT',
       branch: 'EVENT',
       eventId: event.id,
       contextPatch: eventContextPatch(event),
     });
-    summary.resumed.push({ stepExecutionId: wait.stepExecutionId!, result });
+    summary.resumed.push({ stepExecutionId: wait.stepExecutionId, result });
   }
   if (parking.length > 0) {
     throw new RetryableDispatchError(

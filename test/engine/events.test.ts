@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEngineContext, dispatchEvent, enroll, processDueEvents, runWorkerOnce, trackEvent } from '../../server/engine';
+import { claimStep } from '../../server/engine/claims';
+import { runClaimedStep } from '../../server/engine/runner';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { createContact, createProject, delayWorkflow, waitWorkflow, workflowFrom } from '../support/fixtures';
 
@@ -55,6 +57,21 @@ describe('tracked events', () => {
     expect(wait.resolvedBy).toBe('EVENT');
   });
 
+  it('an event dispatched late never resolves a wait that began after it happened', async () => {
+    const ctx = createEngineContext(t.db, { config: { inlineDispatchSeconds: 0 } });
+    const p = await createProject(t.db);
+    const waiting = await workflowFrom(t.db, p.id, waitWorkflow());
+    const contact = await createContact(t.db, p.id, 'late-wait@example.com');
+    const early = await trackEvent(ctx, { projectId: p.id, name: 'purchase', contactId: contact.id }, { dispatch: false });
+    await new Promise((r) => setTimeout(r, 5));
+    const w = await enroll(t.db, { projectId: p.id, workflowId: waiting.id, contactId: contact.id });
+    await runWorkerOnce(ctx); // parks the wait, then the sweeper dispatches the early event
+    const event = await t.db.event.findUniqueOrThrow({ where: { id: (early as { eventId: string }).eventId } });
+    expect(event.processedAt).not.toBeNull();
+    const wait = await t.db.stepExecution.findFirstOrThrow({ where: { executionId: (w as { executionId: string }).executionId, step: { key: 'wait' } } });
+    expect(wait).toMatchObject({ status: 'WAITING', resolvedBy: null });
+  });
+
   it('the sweeper dispatches an event whose inline dispatch never happened', async () => {
     const ctx = createEngineContext(t.db, { config: { inlineDispatchSeconds: 0 } });
     const p = await createProject(t.db);
@@ -73,12 +90,15 @@ describe('tracked events', () => {
     const p = await createProject(t.db);
     const waiting = await workflowFrom(t.db, p.id, waitWorkflow());
     const contact = await createContact(t.db, p.id, 'd@example.com');
-    // The contact's wait never gets parked (no worker runs it): every dispatch must retry.
-    await enroll(t.db, { projectId: p.id, workflowId: waiting.id, contactId: contact.id });
-    await t.db.workflowExecution.updateMany({
-      where: { workflowId: waiting.id },
-      data: { currentStepId: (await t.db.workflowStep.findFirstOrThrow({ where: { workflowId: waiting.id, key: 'wait' } })).id },
-    });
+    // The contact's wait is claimed by a worker that never parks it (it died holding the
+    // step): every dispatch must retry, so the event is not lost to a wait being set up.
+    const e = await enroll(t.db, { projectId: p.id, workflowId: waiting.id, contactId: contact.id });
+    let claimed = await claimStep(t.db, { executionId: (e as { executionId: string }).executionId, expectedVersion: 1, leaseSeconds: 600 });
+    while (claimed.won && claimed.claim.stepId !== (await t.db.workflowStep.findFirstOrThrow({ where: { workflowId: waiting.id, key: 'wait' } })).id) {
+      const run = await runClaimedStep(ctx, claimed.claim);
+      claimed = await claimStep(t.db, { executionId: claimed.claim.executionId, expectedVersion: run.continueAt!, leaseSeconds: 600 });
+    }
+    expect(claimed.won).toBe(true);
     const tracked = await trackEvent(ctx, { projectId: p.id, name: 'purchase', contactId: contact.id }, { dispatch: false });
     const eventId = (tracked as { eventId: string }).eventId;
     const delays: number[] = [];
