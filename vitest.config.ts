@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 
 // Unit, integration and race tests. Every test file gets its own fresh PostgreSQL
@@ -9,6 +10,8 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/support/global-setup.ts'],
+    // Session cookies are signed with AUTH_SECRET: the run makes its own, never a developer's.
+    env: { AUTH_SECRET: process.env.AUTH_SECRET || randomBytes(32).toString('base64url') },
     testTimeout: 60_000,
     hookTimeout: 120_000,
     // Two cores: more files at once only adds contention (race tests spawn processes).

@@ -1,6 +1,12 @@
 import type { Metadata } from 'next';
+import { headers } from 'next/headers';
+import { redirect } from 'next/navigation';
 import type { ReactNode } from 'react';
+import { signedInPerson } from '@/server/auth/actor';
+import { REQUEST_PATH_HEADER } from '@/server/auth/cookies';
+import { db } from '@/server/db';
 import { SideNav } from './_components/side-nav';
+import { TopBar } from './_components/top-bar';
 import { TRPCReactProvider } from './_trpc/client';
 import './globals.css';
 
@@ -10,19 +16,35 @@ export const metadata: Metadata = {
   icons: { icon: '/waypost.svg' },
 };
 
-export default function RootLayout({ children }: { children: ReactNode }) {
+/** Where a signed-out visitor is sent; the page they wanted comes back as ?next=. */
+function signInUrl(path: string): string {
+  return path === '/' ? '/sign-in' : `/sign-in?next=${encodeURIComponent(path)}`;
+}
+
+export default async function RootLayout({ children }: { children: ReactNode }) {
+  const requestHeaders = await headers();
+  // Set by proxy.ts for every page; the sign-in page is the one page shown signed out.
+  const path = requestHeaders.get(REQUEST_PATH_HEADER) ?? '/';
+  if (path === '/sign-in' || path.startsWith('/sign-in?')) {
+    return (
+      <html lang="en">
+        <body className="min-h-screen">{children}</body>
+      </html>
+    );
+  }
+
+  // Every other page belongs to a project: without a valid session and a membership
+  // there is nothing to show. (proxy.ts already sent visitors without a cookie away;
+  // this catches expired sessions and people who belong to no project.)
+  const person = await signedInPerson(db(), requestHeaders);
+  if (!person?.current) redirect(signInUrl(path));
+
   return (
     <html lang="en">
       <body className="min-h-screen">
-        <header className="sticky top-0 z-10 flex h-11 items-center gap-3 border-b border-zinc-800 bg-zinc-900 px-4 text-zinc-100">
-          {/* Three waypoints on a route: the product's mark, also its favicon. */}
-          <img src="/waypost.svg" width={20} height={20} alt="" />
-          <span className="text-[14px] font-semibold tracking-tight">Waypost</span>
-          <span className="h-4 w-px bg-zinc-700" aria-hidden />
-          <span className="text-zinc-400">Operator console</span>
-        </header>
+        <TopBar person={person} current={person.current} />
         <div className="flex">
-          <SideNav />
+          <SideNav role={person.current.role} />
           <main className="min-w-0 flex-1">
             <TRPCReactProvider>{children}</TRPCReactProvider>
           </main>
@@ -31,4 +53,3 @@ export default function RootLayout({ children }: { children: ReactNode }) {
     </html>
   );
 }
-

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { expect, test } from '@playwright/test';
+import { asDistinctClient, DEMO, signIn } from './sign-in';
 
 const INVARIANT_IDS = ['I1', 'I2', 'I3', 'I4', 'I5', 'I6', 'I7', 'I8'];
 
@@ -9,7 +10,9 @@ test('overview: every invariant holds on the seeded demo and its workflows are l
   page.on('pageerror', (error) => browserErrors.push(error.message));
   page.on('console', (message) => message.type() === 'error' && browserErrors.push(message.text()));
 
+  await asDistinctClient(page);
   await page.goto('/');
+  await signIn(page, DEMO.VIEWER);
   await expect(page.getByRole('heading', { level: 1, name: 'Overview' })).toBeVisible();
 
   const invariants = page.getByRole('region', { name: 'Invariants' });

@@ -61,7 +61,8 @@ async function main(): Promise<number> {
 
   const product = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'scripts', 'start.ts')], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: withDatabase(serverUrl, name), SEED_DEMO: '1' },
+    // A session secret of its own, so the run neither reads nor creates a developer's .data/auth-secret.
+    env: { ...process.env, DATABASE_URL: withDatabase(serverUrl, name), SEED_DEMO: '1', AUTH_SECRET: randomBytes(32).toString('base64url') },
     stdio: 'inherit',
   });
   const exited = new Promise<number>((resolve) => product.once('exit', (code) => resolve(code ?? 1)));

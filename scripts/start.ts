@@ -1,4 +1,5 @@
-import { existsSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -17,6 +18,7 @@ const STOP_GRACE_MS = 10_000;
 const NEXT_CLI = createRequire(import.meta.url).resolve('next/dist/bin/next');
 const WORKER_ENTRY = path.join(ROOT, 'server', 'engine', 'worker.ts');
 const SEED_MODULE = path.join(ROOT, 'prisma', 'seed.ts');
+const AUTH_SECRET_FILE = path.join(ROOT, '.data', 'auth-secret');
 
 interface DemoLogin {
   email: string;
@@ -103,6 +105,39 @@ async function seedDemo(url: string): Promise<DemoLogin[]> {
   }
 }
 
+/**
+ * The secret that signs session cookies: AUTH_SECRET when set, otherwise one generated on
+ * the first start and kept in .data/auth-secret (readable by this user only), so sessions
+ * survive a restart and nobody has to invent a secret to try the product.
+ */
+function authSecret(): string {
+  if (env.AUTH_SECRET) return env.AUTH_SECRET;
+  if (existsSync(AUTH_SECRET_FILE)) {
+    const stored = readFileSync(AUTH_SECRET_FILE, 'utf8').trim();
+    if (stored.length < 32) {
+      throw new Error(`${path.relative(ROOT, AUTH_SECRET_FILE)} holds fewer than 32 characters; delete it to have a new secret generated, or set AUTH_SECRET`);
+    }
+    chmodSync(AUTH_SECRET_FILE, 0o600);
+    return stored;
+  }
+  const secret = randomBytes(32).toString('base64url');
+  mkdirSync(path.dirname(AUTH_SECRET_FILE), { recursive: true });
+  // Written aside, then linked into place: two starts racing on a fresh checkout must
+  // neither each keep a different secret nor read a file the other has half written.
+  const pending = `${AUTH_SECRET_FILE}.${process.pid}`;
+  writeFileSync(pending, `${secret}\n`, { mode: 0o600 });
+  try {
+    linkSync(pending, AUTH_SECRET_FILE);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    return authSecret();
+  } finally {
+    rmSync(pending, { force: true });
+  }
+  log(`generated a session secret in ${path.relative(ROOT, AUTH_SECRET_FILE)} (set AUTH_SECRET to choose your own)`);
+  return secret;
+}
+
 async function buildIfMissing(): Promise<void> {
   if (existsSync(path.join(ROOT, '.next', 'BUILD_ID'))) return;
   log('no build in .next yet: running next build');
@@ -110,7 +145,10 @@ async function buildIfMissing(): Promise<void> {
   if (exit.code !== 0) throw new Error(`next build failed (exit code ${exit.code ?? exit.signal}); its output is above`);
 }
 
-/** Polls / until the web server answers 200, which means it reached the database too. */
+/**
+ * Polls / until the web server answers 200 (a signed-out request is sent on to the
+ * sign-in page, which is what answers). Migrations have just reached the same database.
+ */
 async function waitUntilServing(port: number): Promise<void> {
   const started = Date.now();
   let lastAnswer = 'no answer';
@@ -164,9 +202,10 @@ async function main(): Promise<void> {
   const migrations = await migrate(url, { log });
   log(`migrations: ${migrations.applied.length} applied, ${migrations.skipped.length} already applied`);
   const logins = database.embedded || env.SEED_DEMO === '1' ? await seedDemo(url) : [];
+  const secret = authSecret();
   await buildIfMissing();
 
-  const childEnv = { ...process.env, DATABASE_URL: url, PORT: String(env.PORT) };
+  const childEnv = { ...process.env, DATABASE_URL: url, PORT: String(env.PORT), AUTH_SECRET: secret };
   supervisor.start('web', process.execPath, [NEXT_CLI, 'start', '-p', String(env.PORT)], childEnv);
   let workers = 0;
   if (env.WORKERS > 0 && !existsSync(WORKER_ENTRY)) {

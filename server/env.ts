@@ -41,6 +41,19 @@ export const envSchema = z.object({
   /** "1": seed the demo project even on an external database. */
   SEED_DEMO: z.enum(['0', '1']).optional(),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+  /**
+   * Signs session cookies. Unset: `npm start` generates one once and keeps it in
+   * .data/auth-secret, so sessions survive restarts; set it when running `next start` alone.
+   */
+  AUTH_SECRET: z.string().trim().min(32, 'must be at least 32 characters (e.g. `openssl rand -base64 32`)').optional(),
+  /**
+   * The console's public address (https://waypost.example.com). Unset: http://localhost:PORT.
+   * Sign-in only accepts requests from this origin, and cookies are Secure when it is https.
+   */
+  PUBLIC_URL: z
+    .url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' })
+    .transform((v) => new URL(v).origin)
+    .optional(),
 });
 
 export type Env = z.infer<typeof envSchema>;

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { ExecutionStatus } from '../server/db';
 import { createCaller } from '../server/trpc/root';
 import { conflictError, publicProcedure, router, type Context } from '../server/trpc/trpc';
+import { actorFor, contextFor } from './support/callers';
 import { freshDatabase, type TestDatabase } from './support/database';
 import { createContact, createProject, waitWorkflow, workflowFrom } from './support/fixtures';
 
@@ -12,13 +13,14 @@ let ctx: Context;
 
 beforeAll(async () => {
   t = await freshDatabase();
-  ctx = { db: t.db, headers: new Headers() };
+  ctx = contextFor(t.db, null);
 });
 afterAll(() => t.drop());
 
 describe('health.invariants', () => {
   it('answers every invariant of DESIGN.md section 3, each with zero violations on a clean database', async () => {
-    const results = await createCaller(ctx).health.invariants();
+    const project = await createProject(t.db);
+    const results = await createCaller(contextFor(t.db, actorFor(project.id, 'VIEWER'))).health.invariants();
     expect(results.map((r) => r.id)).toEqual(['I1', 'I2', 'I3', 'I4', 'I5', 'I6', 'I7', 'I8']);
     for (const result of results) {
       expect(result.title).not.toBe('');
@@ -42,7 +44,7 @@ describe('workflows.list', () => {
       });
     }
 
-    const list = await createCaller(ctx).workflows.list();
+    const list = await createCaller(contextFor(t.db, actorFor(project.id, 'VIEWER'))).workflows.list();
 
     expect(list.map((w) => w.name)).toEqual(['busy', 'idle']);
     const [busyRow, idleRow] = list;

@@ -3,17 +3,21 @@
 import Link from 'next/link';
 import { usePathname } from 'next/navigation';
 
+type Role = 'VIEWER' | 'MARKETER' | 'OPERATOR' | 'OWNER';
+
 // The console's sections. Those without a page yet are shown, not linked, so operators
-// see where the console is going without landing on a 404.
-const SECTIONS: { label: string; href?: string }[] = [
+// see where the console is going without landing on a 404. A section with a minimum
+// role is not shown below it: people see only what they may use.
+const SECTIONS: { label: string; href?: string; ownerOnly?: boolean }[] = [
   { label: 'Overview', href: '/' },
   { label: 'Executions' },
   { label: 'Workflows' },
   { label: 'Contacts' },
   { label: 'Audit' },
+  { label: 'Settings', href: '/settings', ownerOnly: true },
 ];
 
-export function SideNav() {
+export function SideNav({ role }: { role: Role }) {
   const pathname = usePathname();
   return (
     <nav
@@ -21,7 +25,7 @@ export function SideNav() {
       className="sticky top-11 h-[calc(100vh-2.75rem)] w-48 shrink-0 overflow-y-auto border-r border-zinc-200 bg-white px-2 py-3"
     >
       <ul className="space-y-0.5">
-        {SECTIONS.map(({ label, href }) => {
+        {SECTIONS.filter((section) => !section.ownerOnly || role === 'OWNER').map(({ label, href }) => {
           if (!href) {
             return (
               <li key={label} className="flex items-center justify-between rounded px-2.5 py-1.5 text-zinc-400">

@@ -26,8 +26,9 @@ function json(value: unknown): object | null {
   return value === undefined || value === null ? null : (JSON.parse(JSON.stringify(value)) as object);
 }
 
-export async function writeAudit(db: DbTx, a: AuditInput): Promise<void> {
-  await db.auditEntry.create({
+/** Writes the entry; returns its id (a long operation may update its summary later). */
+export async function writeAudit(db: DbTx, a: AuditInput): Promise<string> {
+  const entry = await db.auditEntry.create({
     data: {
       projectId: a.projectId,
       actor: a.actor,
@@ -39,5 +40,7 @@ export async function writeAudit(db: DbTx, a: AuditInput): Promise<void> {
       after: json(a.after) ?? undefined,
       outcome: a.outcome,
     },
+    select: { id: true },
   });
+  return entry.id;
 }

@@ -47,33 +47,37 @@ export async function readExecutionState(db: DbTx, executionId: string): Promise
 // ---------------------------------------------------------------------------
 // Enrollment
 
-export interface NewExecution {
+export interface NewExecutions {
   projectId: string;
   workflowId: string;
-  contactId: string;
   firstStepId: string;
-  context: Record<string, unknown>;
-  sourceEventId: string | null;
-  /** The workflow forbids re-entry: this (workflow, contact) may have one execution ever. */
+  /** The workflow forbids re-entry: each (workflow, contact) may have one execution ever. */
   enrollOnce: boolean;
+  rows: { contactId: string; context: Record<string, unknown>; sourceEventId: string | null }[];
 }
 
 /**
- * I1, I3 (and allowReentry = false): insert the execution unless a unique index says an
- * active one, one for the same source event, or (once-only) any one exists.
- * ON CONFLICT DO NOTHING without a target covers all three indexes.
+ * I1, I3 (and allowReentry = false): insert an execution per row unless a unique index
+ * says an active one, one for the same source event, or (once-only) any one exists.
+ * ON CONFLICT DO NOTHING without a target covers all three indexes, between rows of the
+ * batch too; it waits for a concurrent insert of the same key and then skips. Rows are
+ * inserted in the order given (callers sort them, so batches never deadlock). Returns
+ * the rows inserted.
  */
-export async function insertExecution(db: DbTx, e: NewExecution): Promise<{ id: string; version: number } | null> {
-  const rows = await db.$queryRaw<{ id: string; version: number }[]>`
+export async function insertExecutions(db: DbTx, e: NewExecutions): Promise<{ id: string; contactId: string }[]> {
+  if (e.rows.length === 0) return [];
+  return db.$queryRaw<{ id: string; contactId: string }[]>`
     INSERT INTO "WorkflowExecution"
            (id, "projectId", "workflowId", "contactId", status, "currentStepId", context,
             "sourceEventId", "enrollOnce", "readyAt", "startedAt", "updatedAt")
-    VALUES (gen_random_uuid(), ${e.projectId}::uuid, ${e.workflowId}::uuid, ${e.contactId}::uuid,
-            'RUNNING', ${e.firstStepId}::uuid, ${JSON.stringify(e.context)}::jsonb,
-            ${e.sourceEventId}::uuid, ${e.enrollOnce}, now(), now(), now())
+    SELECT gen_random_uuid(), ${e.projectId}::uuid, ${e.workflowId}::uuid, u.contact,
+           'RUNNING', ${e.firstStepId}::uuid, u.context::jsonb, u.source, ${e.enrollOnce}, now(), now(), now()
+      FROM unnest(${e.rows.map((r) => r.contactId)}::uuid[],
+                  ${e.rows.map((r) => JSON.stringify(r.context))}::text[],
+                  ${e.rows.map((r) => r.sourceEventId)}::uuid[]) WITH ORDINALITY AS u(contact, context, source, n)
+     ORDER BY u.n
     ON CONFLICT DO NOTHING
-    RETURNING id, version`;
-  return rows[0] ?? null;
+    RETURNING id, "contactId"`;
 }
 
 // ---------------------------------------------------------------------------

@@ -1,22 +1,26 @@
 import type { DbTx } from '../db';
-import { insertExecution } from './claims';
-import { resolveContact } from './contacts';
+import { insertExecutions } from './claims';
 
 // One enrollment function for every entry point: the API, the console, CSV import and
-// tracked events. The read-side checks only produce the friendlier answer; the unique
-// indexes behind insertExecution decide every race (I1, I3, and once-only re-entry).
+// tracked events. It takes a batch (one row for a single enrollment, up to a chunk of a
+// bulk import), so a 10,000-row import costs a few statements per chunk, not per row. The
+// read-side checks only produce the friendlier answer; the unique indexes behind
+// insertExecutions decide every race (I1, I3, and once-only re-entry).
 
-export interface EnrollInput {
-  projectId: string;
-  workflowId: string;
+export interface EnrollRow {
   /** Either an existing contact of the project... */
   contactId?: string | null;
-  /** ...or an email, upserted as a contact of the project. */
+  /** ...or an email, upserted as a contact of the project (data merged in). */
   email?: string | null;
   contactData?: Record<string, unknown>;
   context?: Record<string, unknown>;
   /** The tracked event that caused this enrollment (I3: at most one per workflow). */
   sourceEventId?: string | null;
+}
+
+export interface EnrollInput extends EnrollRow {
+  projectId: string;
+  workflowId: string;
 }
 
 export type EnrollRejection =
@@ -39,71 +43,153 @@ interface WorkflowForEnrollment {
 
 interface Blocking {
   id: string;
+  contactId: string;
+  sourceEventId: string | null;
   active: boolean;
-  sameEvent: boolean;
 }
 
-/** The execution that keeps this contact out, if any (or that this event already made). */
+/** Enroll one contact. */
+export async function enroll(db: DbTx, input: EnrollInput): Promise<EnrollResult> {
+  const [result] = await enrollBatch(db, input.projectId, input.workflowId, [input]);
+  return result!;
+}
+
+/** The executions that keep these contacts out of the workflow, or that these events made. */
 async function findBlocking(
   db: DbTx,
   workflow: WorkflowForEnrollment,
-  contactId: string,
-  sourceEventId: string | null,
-): Promise<Blocking | null> {
-  const rows = await db.$queryRaw<Blocking[]>`
-    SELECT id, status IN ('RUNNING', 'WAITING') AS active,
-           (${sourceEventId}::uuid IS NOT NULL AND "sourceEventId" = ${sourceEventId}::uuid) AS "sameEvent"
+  contactIds: string[],
+  sourceEventIds: string[],
+): Promise<Blocking[]> {
+  return db.$queryRaw<Blocking[]>`
+    SELECT id, "contactId", "sourceEventId", status IN ('RUNNING', 'WAITING') AS active
       FROM "WorkflowExecution"
      WHERE "workflowId" = ${workflow.id}::uuid
-       AND (("contactId" = ${contactId}::uuid
+       AND (("contactId" = ANY(${contactIds}::uuid[])
              AND (status IN ('RUNNING', 'WAITING') OR "enrollOnce" OR NOT ${workflow.allowReentry}))
-            OR ("sourceEventId" = ${sourceEventId}::uuid))
-     ORDER BY 3 DESC, 2 DESC, "startedAt" DESC
-     LIMIT 1`;
-  return rows[0] ?? null;
+            OR "sourceEventId" = ANY(${sourceEventIds}::uuid[]))
+     ORDER BY "startedAt" DESC`;
 }
 
-function rejectionFor(blocking: Blocking): EnrollResult {
-  if (blocking.sameEvent) return { ok: true, executionId: blocking.id, created: false };
-  if (blocking.active) return { ok: false, reason: 'ACTIVE_EXECUTION', executionId: blocking.id };
-  return { ok: false, reason: 'REENTRY_BLOCKED', executionId: blocking.id };
+/** Why this row cannot enroll (or, for its own source event, which execution it already made). */
+function verdict(blocking: Blocking[], contactId: string, sourceEventId: string | null): EnrollResult | null {
+  const sameEvent = sourceEventId ? blocking.find((b) => b.sourceEventId === sourceEventId) : undefined;
+  if (sameEvent) return { ok: true, executionId: sameEvent.id, created: false };
+  const mine = blocking.filter((b) => b.contactId === contactId);
+  const active = mine.find((b) => b.active);
+  if (active) return { ok: false, reason: 'ACTIVE_EXECUTION', executionId: active.id };
+  if (mine[0]) return { ok: false, reason: 'REENTRY_BLOCKED', executionId: mine[0].id };
+  return null;
 }
 
-export async function enroll(db: DbTx, input: EnrollInput): Promise<EnrollResult> {
+/** Resolve each row's contact: by id within the project, or upserted by email (one statement). */
+async function resolveContacts(db: DbTx, projectId: string, rows: EnrollRow[]): Promise<(string | null)[]> {
+  const ids = [...new Set(rows.filter((r) => r.contactId).map((r) => r.contactId!))];
+  const found = ids.length
+    ? await db.$queryRaw<{ id: string }[]>`
+        SELECT id FROM "Contact" WHERE id = ANY(${ids}::uuid[]) AND "projectId" = ${projectId}::uuid`
+    : [];
+  const known = new Set(found.map((c) => c.id));
+
+  // One upsert for every email; the same email twice in a batch merges its data in order,
+  // as two single enrollments would (ON CONFLICT may touch a row only once per statement).
+  const byEmail = new Map<string, { email: string; data: Record<string, unknown> }>();
+  for (const row of rows) {
+    if (row.contactId || !row.email) continue;
+    const key = row.email.trim().toLowerCase();
+    const seen = byEmail.get(key);
+    byEmail.set(key, { email: seen?.email ?? row.email.trim(), data: { ...seen?.data, ...row.contactData } });
+  }
+  // Rows go in key order: two batches upserting the same contacts lock them in the same
+  // order, so they cannot deadlock.
+  const contacts = [...byEmail.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, v]) => v);
+  const upserted = contacts.length
+    ? await db.$queryRaw<{ id: string; key: string }[]>`
+        INSERT INTO "Contact" AS c (id, "projectId", email, data, "createdAt", "updatedAt")
+        SELECT gen_random_uuid(), ${projectId}::uuid, u.email, u.data::jsonb, now(), now()
+          FROM unnest(${contacts.map((v) => v.email)}::text[],
+                      ${contacts.map((v) => JSON.stringify(v.data))}::text[]) WITH ORDINALITY AS u(email, data, n)
+         ORDER BY u.n
+        ON CONFLICT ("projectId", lower(email)) DO UPDATE
+           SET data = c.data || EXCLUDED.data,
+               "updatedAt" = CASE WHEN EXCLUDED.data = '{}'::jsonb THEN c."updatedAt" ELSE now() END
+        RETURNING id, lower(email) AS key`
+    : [];
+  const idByEmail = new Map(upserted.map((c) => [c.key, c.id]));
+
+  return rows.map((row) => {
+    if (row.contactId) return known.has(row.contactId) ? row.contactId : null;
+    if (row.email) return idByEmail.get(row.email.trim().toLowerCase()) ?? null;
+    return null;
+  });
+}
+
+/**
+ * Enroll a batch of rows into one workflow; a result per row, in order. A bad row never
+ * fails the others. Within a batch the same contact enrolls once (the later rows are told
+ * ACTIVE_EXECUTION, as they would be one call after another).
+ */
+export async function enrollBatch(
+  db: DbTx,
+  projectId: string,
+  workflowId: string,
+  rows: EnrollRow[],
+): Promise<EnrollResult[]> {
   const [workflow] = await db.$queryRaw<WorkflowForEnrollment[]>`
     SELECT w.id, w.enabled, w."allowReentry",
            (SELECT s.id FROM "WorkflowStep" s WHERE s."workflowId" = w.id AND s.type = 'TRIGGER' LIMIT 1) AS "triggerStepId"
       FROM "Workflow" w
-     WHERE w.id = ${input.workflowId}::uuid AND w."projectId" = ${input.projectId}::uuid`;
-  if (!workflow || !workflow.triggerStepId) return { ok: false, reason: 'WORKFLOW_NOT_FOUND' };
-  if (!workflow.enabled) return { ok: false, reason: 'WORKFLOW_DISABLED' };
+     WHERE w.id = ${workflowId}::uuid AND w."projectId" = ${projectId}::uuid`;
+  if (!workflow || !workflow.triggerStepId) return rows.map(() => ({ ok: false, reason: 'WORKFLOW_NOT_FOUND' }));
+  if (!workflow.enabled) return rows.map(() => ({ ok: false, reason: 'WORKFLOW_DISABLED' }));
 
-  const contactId = await resolveContact(db, input.projectId, {
-    contactId: input.contactId,
-    email: input.email,
-    data: input.contactData,
+  const contactIds = await resolveContacts(db, projectId, rows);
+  const results: (EnrollResult | null)[] = rows.map((_, i) =>
+    contactIds[i] ? null : { ok: false, reason: 'CONTACT_NOT_FOUND' },
+  );
+  const live = (i: number) => results[i] === null;
+  const sourceEvents = () => rows.map((r, i) => (live(i) ? r.sourceEventId : null)).filter((s): s is string => !!s);
+  const contactsOf = () => [...new Set(contactIds.filter((c, i): c is string => !!c && live(i)))];
+
+  // The friendlier answer first: who is already in, or already enrolled by this event.
+  const before = await findBlocking(db, workflow, contactsOf(), sourceEvents());
+  rows.forEach((row, i) => {
+    if (live(i)) results[i] = verdict(before, contactIds[i]!, row.sourceEventId ?? null);
   });
-  if (contactId === null || contactId === 'none') return { ok: false, reason: 'CONTACT_NOT_FOUND' };
 
-  const sourceEventId = input.sourceEventId ?? null;
-  const before = await findBlocking(db, workflow, contactId, sourceEventId);
-  if (before) return rejectionFor(before);
-
-  const created = await insertExecution(db, {
-    projectId: input.projectId,
+  // Then the insert, where the unique indexes decide. One row per contact per batch.
+  const firstRowOf = new Map<string, number>();
+  rows.forEach((_, i) => {
+    if (live(i) && !firstRowOf.has(contactIds[i]!)) firstRowOf.set(contactIds[i]!, i);
+  });
+  const inserted = await insertExecutions(db, {
+    projectId,
     workflowId: workflow.id,
-    contactId,
     firstStepId: workflow.triggerStepId,
-    context: input.context ?? {},
-    sourceEventId,
     enrollOnce: !workflow.allowReentry,
+    // In contact order, for the same reason as the contacts' upsert.
+    rows: [...firstRowOf.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, i]) => ({
+      contactId: contactIds[i]!,
+      context: rows[i]!.context ?? {},
+      sourceEventId: rows[i]!.sourceEventId ?? null,
+    })),
   });
-  if (created) return { ok: true, executionId: created.id, created: true };
+  const createdFor = new Map(inserted.map((e) => [e.contactId, e.id]));
+  for (const [contactId, i] of firstRowOf) {
+    const id = createdFor.get(contactId);
+    if (id) results[i] = { ok: true, executionId: id, created: true };
+  }
 
-  // Lost a race: a unique index refused the row. The winner has committed (ON CONFLICT
-  // waits for it), so it is visible now; name it.
-  const winner = await findBlocking(db, workflow, contactId, sourceEventId);
-  if (winner) return rejectionFor(winner);
-  // The conflicting row was removed again between the two statements: say so plainly.
-  throw new Error('enrollment conflicted with an execution that no longer exists; retry');
+  // Rows still open lost a race to a concurrent enrollment, or repeat a contact of this
+  // batch. The winners have committed (ON CONFLICT waits for them): name them.
+  if (results.some((r) => r === null)) {
+    const after = await findBlocking(db, workflow, contactsOf(), sourceEvents());
+    rows.forEach((row, i) => {
+      if (!live(i)) return;
+      const v = verdict(after, contactIds[i]!, row.sourceEventId ?? null);
+      if (!v) throw new Error('enrollment conflicted with an execution that no longer exists; retry');
+      results[i] = v;
+    });
+  }
+  return results as EnrollResult[];
 }

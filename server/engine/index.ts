@@ -13,3 +13,4 @@ export { logTransport, smtpTransport, type MailTransport } from './transport';
 export { notifyWorkers, WAKEUP_CHANNEL } from './wakeup';
 export { checkInvariants, totalViolations, INVARIANTS, type InvariantResult } from './invariants';
 export { writeAudit, type AuditInput, type AuditOutcome } from './audit';
+export { enrollBatch, type EnrollRow } from './enrollment';

@@ -400,6 +400,14 @@ async function loadTarget(
   if (!req.executionId) throw new RepairNotFound(`${req.action} needs an executionId`);
   const execution = await loadExecution(db, req.projectId, req.executionId, opts.graceSeconds);
   if (!execution) throw new RepairNotFound('execution not found');
+  if (req.action === 'DELIVER_EVENT' && req.eventId) {
+    // The event delivered must be one of this contact's, in this project: neither the
+    // preview nor the action may reveal or use another's.
+    const [event] = await db.$queryRaw<{ id: string }[]>`
+      SELECT id FROM "Event"
+       WHERE id = ${req.eventId}::uuid AND "projectId" = ${req.projectId}::uuid AND "contactId" = ${execution.contactId}::uuid`;
+    if (!event) throw new RepairNotFound('event not found for this contact');
+  }
   return { target: execution, graph: await loadWorkflowGraph(db, execution.workflowId) };
 }
 
@@ -436,7 +444,7 @@ export async function whoWon(db: DbTx, projectId: string, current: ExecutionStat
 function writeRepairAudit(
   db: DbTx,
   a: Omit<AuditInput, 'action'> & { action: RepairAction },
-): Promise<void> {
+): Promise<string> {
   return writeAudit(db, { ...a, action: `repair.${a.action}` });
 }
 

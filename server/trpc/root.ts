@@ -1,10 +1,28 @@
 import { createCallerFactory, router } from './trpc';
+import { apiKeysRouter } from './routers/apiKeys';
+import { auditRouter } from './routers/audit';
+import { contactsRouter } from './routers/contacts';
+import { enrollmentsRouter } from './routers/enrollments';
+import { eventsRouter } from './routers/events';
+import { executionsRouter } from './routers/executions';
 import { healthRouter } from './routers/health';
+import { membersRouter } from './routers/members';
+import { repairRouter } from './routers/repair';
+import { waitsRouter } from './routers/waits';
 import { workflowsRouter } from './routers/workflows';
 
 export const appRouter = router({
   health: healthRouter,
+  contacts: contactsRouter,
   workflows: workflowsRouter,
+  enrollments: enrollmentsRouter,
+  events: eventsRouter,
+  waits: waitsRouter,
+  executions: executionsRouter,
+  repair: repairRouter,
+  audit: auditRouter,
+  apiKeys: apiKeysRouter,
+  members: membersRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -48,7 +48,7 @@ describe('claims lint', () => {
 
   it('finds the claims', () => {
     expect(all.map((c) => c.name)).toEqual(
-      expect.arrayContaining(['insertExecution', 'claimReadySteps', 'claimStep', 'advanceExecution', 'parkExecution', 'claimWait', 'advanceFromWait']),
+      expect.arrayContaining(['insertExecutions', 'claimReadySteps', 'claimStep', 'advanceExecution', 'parkExecution', 'claimWait', 'advanceFromWait']),
     );
   });
 

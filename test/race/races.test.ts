@@ -4,6 +4,7 @@ import {
   createEngineContext,
   dispatchEvent,
   enroll,
+  enrollBatch,
   runWorkerOnce,
   storeEvent,
   totalViolations,
@@ -69,7 +70,7 @@ async function enrollRace(racersSet: Racers, workflowId: string, contactId: stri
 }
 
 describe('race suite', () => {
-  // Guard: the partial unique index for I1 (insertExecution's ON CONFLICT DO NOTHING).
+  // Guard: the partial unique index for I1 (insertExecutions' ON CONFLICT DO NOTHING).
   // Removed (control test below), several of the 16 enroll and the check sees I1 > 0.
   it('1. sixteen concurrent enrollments of one contact: exactly one active execution, the rest told which', async () => {
     const wf = await workflowFrom(t.db, projectId, waitWorkflow({ allowReentry: true }));
@@ -87,6 +88,31 @@ describe('race suite', () => {
         [contact.id],
       );
       expect(active[0].n).toBe(1);
+      await expectNoViolations(round);
+    }
+  });
+
+  // Guard: the same I1 index, for batches: a bulk import racing another over the same
+  // contacts. Without it (control test 1 drops it) contacts end up enrolled twice.
+  it('1b. four bulk enrollments of the same contacts at once: one active execution per contact', async () => {
+    const wf = await workflowFrom(t.db, projectId, waitWorkflow({ allowReentry: true }));
+    const r4 = { race: <T>(fn: (db: Db, i: number) => Promise<T>) => r16.race(async (db, i) => (i < 4 ? fn(db, i) : (null as T))) };
+    for (let round = 0; round < ROUNDS; round++) {
+      const emails = Array.from({ length: 20 }, (_, i) => `bulk-${round}-${i}@example.com`);
+      const batches = fulfilled(
+        await r4.race((db, i) =>
+          enrollBatch(db, projectId, wf.id, (i % 2 ? [...emails].reverse() : emails).map((email) => ({ email }))),
+        ),
+      ).slice(0, 4) as EnrollResult[][];
+      const created = batches.flat().filter((r) => r.ok && r.created);
+      expect(created, `round ${round}`).toHaveLength(emails.length);
+      const ids = new Set(created.map((r) => (r as { executionId: string }).executionId));
+      for (const r of batches.flat()) {
+        if (!(r.ok && r.created)) {
+          expect(r).toMatchObject({ ok: false, reason: 'ACTIVE_EXECUTION' });
+          expect(ids.has((r as { executionId: string }).executionId)).toBe(true);
+        }
+      }
       await expectNoViolations(round);
     }
   });

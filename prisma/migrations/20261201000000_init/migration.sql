@@ -240,6 +240,11 @@ CREATE UNIQUE INDEX "ApiKey_hashedSecret_key" ON "ApiKey"("hashedSecret");
 CREATE INDEX "ApiKey_projectId_idx" ON "ApiKey"("projectId");
 -- Contacts are unique per project regardless of the email's case.
 CREATE UNIQUE INDEX "Contact_projectId_lower_email_key" ON "Contact"("projectId", lower("email"));
+-- Email-prefix search (contacts.list, executions.list): LIKE 'abc%' needs pattern ops.
+CREATE INDEX "Contact_projectId_email_prefix_idx" ON "Contact"("projectId", lower("email") text_pattern_ops);
+-- audit.list filters by actor or action.
+CREATE INDEX "AuditEntry_projectId_actor_at_idx" ON "AuditEntry"("projectId", "actor", "at" DESC);
+CREATE INDEX "AuditEntry_projectId_action_at_idx" ON "AuditEntry"("projectId", "action", "at" DESC);
 CREATE INDEX "Contact_projectId_createdAt_id_idx" ON "Contact"("projectId", "createdAt" DESC, "id" DESC);
 CREATE UNIQUE INDEX "Workflow_projectId_name_key" ON "Workflow"("projectId", "name");
 CREATE INDEX "Workflow_projectId_triggerEvent_idx" ON "Workflow"("projectId", "triggerEvent");

@@ -1,8 +1,12 @@
 import { fetchRequestHandler } from '@trpc/server/adapters/fetch';
+import { boundedRequest, withDocumentedProcedureNames } from '@/server/trpc/http';
 import { appRouter } from '@/server/trpc/root';
 import { createContext } from '@/server/trpc/trpc';
 
-function handler(req: Request) {
+async function handler(incoming: Request) {
+  const bounded = await boundedRequest(incoming);
+  if (bounded instanceof Response) return bounded;
+  const req = withDocumentedProcedureNames(bounded);
   return fetchRequestHandler({
     endpoint: '/api/trpc',
     req,

@@ -1,0 +1,292 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import {
+  addMember,
+  createApiKey,
+  normalizeEmail,
+  revokeApiKey,
+  setMemberRole,
+  setPassword,
+  type AuditActor,
+} from '../server/auth/admin';
+import { closeDb, createDb, type Db } from '../server/db';
+import { EnvError, parseEnv } from '../server/env';
+import { migrate } from '../server/migrator';
+import { ROOT } from './database';
+
+// `npm run cli -- <command>`: set up and run a deployment without the console. Everything
+// a person would do in Settings goes through the same functions (server/auth/admin.ts),
+// audited with the actor "system". stdout carries only what a script may want to capture
+// (create-api-key prints the key and nothing else); messages for people go to stderr.
+
+const USAGE = `usage: npm run cli -- <command> [options]
+
+commands:
+  create-user     --email E --password P --project NAME --role ROLE [--name N] [--reset-password]
+                  Create the person (and the project if missing) with ROLE in it. An existing
+                  person gets the membership or the new role; their password changes only
+                  with --reset-password (which also signs them out everywhere).
+  create-api-key  --project NAME --role ROLE [--name N]
+                  Print a new API key for the project, once, on stdout (nothing else).
+  revoke-api-key  --id ID | --prefix PREFIX
+                  Revoke a key; programs using it get 401 from then on.
+  migrate         Apply the database migrations.
+  seed            Seed the demo project (idempotent).
+  worker          [--concurrency N]  Run a worker process until SIGTERM.
+  help            Show this text.
+
+ROLE is one of VIEWER, MARKETER, OPERATOR, OWNER. Every command except help uses
+DATABASE_URL.`;
+
+/** Wrong usage: one line on stderr, exit code 2. */
+class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+const role = z.enum(['VIEWER', 'MARKETER', 'OPERATOR', 'OWNER'], { error: 'must be VIEWER, MARKETER, OPERATOR or OWNER' });
+const projectName = z.string().trim().min(1, 'must not be empty').max(100, 'must be at most 100 characters');
+
+const createUserArgs = z.object({
+  email: z.email({ error: 'must be an email address' }).max(254),
+  // better-auth's own bounds for a password it will accept at sign-in.
+  password: z.string().min(8, 'must be at least 8 characters').max(128, 'must be at most 128 characters'),
+  project: projectName,
+  role,
+  name: z.string().trim().min(1).max(100).optional(),
+  'reset-password': z.boolean().optional(),
+});
+
+const createApiKeyArgs = z.object({
+  project: projectName,
+  role,
+  name: z.string().trim().min(1, 'must not be empty').max(100).optional(),
+});
+
+const revokeApiKeyArgs = z
+  .object({
+    id: z.uuid({ error: 'must be a key id (a UUID)' }).optional(),
+    prefix: z.string().regex(/^wp_[0-9A-Za-z]{1,40}$/, 'must be the start of a key, e.g. wp_AbC1234').optional(),
+  })
+  .refine((a) => (a.id === undefined) !== (a.prefix === undefined), { error: 'give exactly one of --id or --prefix' });
+
+const workerArgs = z.object({
+  concurrency: z.coerce.number({ error: 'must be a number' }).int('must be an integer').min(1).max(256).optional(),
+});
+
+const OPTIONS = {
+  email: { type: 'string' },
+  password: { type: 'string' },
+  project: { type: 'string' },
+  role: { type: 'string' },
+  name: { type: 'string' },
+  id: { type: 'string' },
+  prefix: { type: 'string' },
+  concurrency: { type: 'string' },
+  'reset-password': { type: 'boolean' },
+} as const;
+
+/** Options of a command, parsed strictly (unknown or misspelled options are errors) and validated. */
+function optionsOf<T extends z.ZodType>(command: string, argv: string[], schema: T, allowed: (keyof typeof OPTIONS)[]): z.infer<T> {
+  let values: Record<string, unknown>;
+  try {
+    const options = Object.fromEntries(allowed.map((name) => [name, OPTIONS[name]]));
+    values = parseArgs({ args: argv, options, strict: true, allowPositionals: false }).values;
+  } catch (error) {
+    throw new UsageError(`${command}: ${(error as Error).message.split('\n')[0]}`);
+  }
+  const parsed = schema.safeParse(values);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const option = issue.path.length > 0 ? `--${issue.path.join('.')} ` : '';
+    const missing = issue.path.length > 0 && values[String(issue.path[0])] === undefined;
+    throw new UsageError(`${command}: ${option}${missing ? 'is required' : issue.message}`);
+  }
+  return parsed.data;
+}
+
+function databaseUrl(): string {
+  const url = parseEnv().DATABASE_URL;
+  if (!url) {
+    throw new EnvError(
+      'DATABASE_URL is not set: point the CLI at the database to change, e.g. DATABASE_URL=postgresql://postgres:postgres@127.0.0.1:54329/waypost for the one `npm start` runs.',
+    );
+  }
+  return url;
+}
+
+async function withDb<T>(fn: (db: Db) => Promise<T>): Promise<T> {
+  const db = createDb(databaseUrl(), { poolSize: 2, applicationName: 'waypost-cli' });
+  try {
+    return await fn(db);
+  } finally {
+    await closeDb(db);
+  }
+}
+
+/** The CLI acts as the operator at the keyboard, not as any person in the database. */
+const CLI_ACTOR: AuditActor = 'system';
+
+const say = (line: string) => process.stderr.write(`${line}\n`);
+
+async function findOrCreateProject(db: Db, name: string): Promise<{ id: string; created: boolean }> {
+  // ON CONFLICT: two set-up scripts creating the same project at once both end up in it.
+  const inserted = await db.$queryRaw<{ id: string }[]>`
+    INSERT INTO "Project" (name) VALUES (${name}) ON CONFLICT (name) DO NOTHING RETURNING id`;
+  if (inserted[0]) return { id: inserted[0].id, created: true };
+  const project = await db.project.findUniqueOrThrow({ where: { name }, select: { id: true } });
+  return { id: project.id, created: false };
+}
+
+async function createUser(argv: string[]): Promise<void> {
+  const args = optionsOf('create-user', argv, createUserArgs, ['email', 'password', 'project', 'role', 'name', 'reset-password']);
+  await withDb(async (db) => {
+    const project = await findOrCreateProject(db, args.project);
+    if (project.created) say(`created project "${args.project}"`);
+    const email = normalizeEmail(args.email);
+    const where = `"${args.project}"`;
+    const existing = await db.user.findUnique({
+      where: { email },
+      select: { id: true, memberships: { where: { projectId: project.id }, select: { role: true } } },
+    });
+    let accountCreated = false;
+    const membership = existing?.memberships[0];
+    if (existing && membership) {
+      // Running the same set-up twice changes nothing and writes nothing.
+      if (membership.role === args.role) {
+        say(`${email} is already ${args.role} in ${where}`);
+      } else {
+        const changed = await setMemberRole(db, { projectId: project.id, userId: existing.id, role: args.role, actor: CLI_ACTOR });
+        if (changed.outcome === 'LAST_OWNER') throw new Error(`${email} is the last OWNER of ${where}; make someone else OWNER first`);
+        if (changed.outcome === 'NOT_FOUND') throw new Error(`${email} left ${where} while their role was being changed; run again`);
+        say(`${email}: ${membership.role} -> ${args.role} in ${where}`);
+      }
+    } else {
+      const added = await addMember(db, { projectId: project.id, email, password: args.password, name: args.name, role: args.role, actor: CLI_ACTOR });
+      if (added.outcome !== 'ADDED') throw new Error(`${email} was added to ${where} by someone else meanwhile; run again`);
+      accountCreated = added.accountCreated;
+      say(`${accountCreated ? 'created' : 'existing user'} ${email}: ${args.role} in ${where}`);
+    }
+    if (accountCreated) return;
+    if (args['reset-password']) {
+      await setPassword(db, { userId: existing?.id ?? (await db.user.findUniqueOrThrow({ where: { email } })).id, password: args.password });
+      say(`password of ${email} reset; their sessions ended`);
+    } else {
+      say(`the password of ${email} is unchanged (add --reset-password to set it)`);
+    }
+  });
+}
+
+async function createApiKeyCommand(argv: string[]): Promise<void> {
+  const args = optionsOf('create-api-key', argv, createApiKeyArgs, ['project', 'role', 'name']);
+  await withDb(async (db) => {
+    const project = await db.project.findUnique({ where: { name: args.project }, select: { id: true } });
+    if (!project) throw new Error(`no project named "${args.project}" (create-user creates projects)`);
+    const name = args.name ?? `cli ${new Date().toISOString().slice(0, 10)}`;
+    const key = await createApiKey(db, { projectId: project.id, name, role: args.role, actor: CLI_ACTOR });
+    process.stdout.write(`${key.secret}\n`);
+    say(`API key "${name}" (${args.role}, id ${key.id}, prefix ${key.prefix}) for "${args.project}": shown once, store it now`);
+  });
+}
+
+async function revokeApiKeyCommand(argv: string[]): Promise<void> {
+  const args = optionsOf('revoke-api-key', argv, revokeApiKeyArgs, ['id', 'prefix']);
+  await withDb(async (db) => {
+    const keys = await db.apiKey.findMany({
+      where: args.id ? { id: args.id } : { prefix: { startsWith: args.prefix! } },
+      select: { id: true, projectId: true, name: true },
+      take: 2,
+    });
+    if (keys.length === 0) throw new Error(`no API key with ${args.id ? `id ${args.id}` : `prefix ${args.prefix}`}`);
+    if (keys.length > 1) throw new Error(`more than one API key starts with ${args.prefix}; use --id`);
+    const key = keys[0]!;
+    const result = await revokeApiKey(db, { projectId: key.projectId, id: key.id, actor: CLI_ACTOR });
+    if (result.outcome === 'NOT_FOUND') throw new Error(`API key ${key.id} disappeared while revoking it`);
+    if (result.outcome === 'ALREADY_REVOKED') {
+      say(`API key "${key.name}" (${key.id}) was already revoked at ${result.key.revokedAt?.toISOString()}`);
+    } else {
+      say(`revoked API key "${key.name}" (${key.id})`);
+    }
+  });
+}
+
+async function migrateCommand(argv: string[]): Promise<void> {
+  optionsOf('migrate', argv, z.object({}), []);
+  const { applied, skipped } = await migrate(databaseUrl(), { log: say });
+  say(`migrations: ${applied.length} applied, ${skipped.length} already applied`);
+}
+
+async function seedCommand(argv: string[]): Promise<void> {
+  optionsOf('seed', argv, z.object({}), []);
+  const { seedDemo } = await import('../prisma/seed');
+  await withDb(async (db) => {
+    const { created, logins } = await seedDemo(db);
+    say(created ? 'demo project "demo" seeded; sign in as:' : 'demo project "demo" already exists; sign in as:');
+    for (const login of logins) say(`  ${login.role.padEnd(9)} ${login.email}  ${login.password}`);
+  });
+}
+
+/**
+ * The worker runs as its own process (server/engine/worker.ts is the entry point that
+ * `npm start` uses too); this command forwards signals to it so SIGTERM still drains.
+ */
+async function workerCommand(argv: string[]): Promise<number> {
+  const args = optionsOf('worker', argv, workerArgs, ['concurrency']);
+  const env = { ...process.env, DATABASE_URL: databaseUrl() };
+  const extra = args.concurrency === undefined ? [] : ['--concurrency', String(args.concurrency)];
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'server', 'engine', 'worker.ts'), ...extra], {
+    cwd: ROOT,
+    env,
+    stdio: 'inherit',
+  });
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => child.kill(signal));
+  return new Promise((resolve) => child.once('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'create-user':
+      await createUser(rest);
+      return 0;
+    case 'create-api-key':
+      await createApiKeyCommand(rest);
+      return 0;
+    case 'revoke-api-key':
+      await revokeApiKeyCommand(rest);
+      return 0;
+    case 'migrate':
+      await migrateCommand(rest);
+      return 0;
+    case 'seed':
+      await seedCommand(rest);
+      return 0;
+    case 'worker':
+      return workerCommand(rest);
+    case 'help':
+    case '--help':
+    case '-h':
+      process.stdout.write(`${USAGE}\n`);
+      return 0;
+    case undefined:
+      process.stderr.write(`${USAGE}\n`);
+      return 2;
+    default:
+      throw new UsageError(`unknown command "${command}"`);
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    if (error instanceof UsageError) {
+      process.stderr.write(`error: ${error.message} (npm run cli -- help shows usage)\n`);
+      process.exit(2);
+    }
+    // Sentences for people (EnvError, refusals); a stack only helps when debugging.
+    const message = error instanceof Error ? error.message : String(error);
+    process.stderr.write(`error: ${message.split('\n')[0]}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,124 @@
+import type { Db, Role } from '../db';
+import type { Actor } from '../trpc/trpc';
+import { API_KEY_PATTERN, hashApiKey } from './api-keys';
+import { authFor } from './auth';
+import { PROJECT_COOKIE, PROJECT_HEADER } from './cookies';
+
+// Who sent a request. Programs send `Authorization: Bearer <api key>`; people carry the
+// session cookie better-auth set at sign-in and work in one project at a time, chosen by
+// the `x-waypost-project` header or the `waypost_project` cookie (the console's project
+// switcher), and only ever one they are a member of.
+
+/** lastUsedAt is a hint for owners ("is this key still in use?"), not a log: one write a minute is enough. */
+const LAST_USED_RESOLUTION_SECONDS = 60;
+
+/**
+ * Who sent this request: a signed-in person (session cookie, via better-auth) in the
+ * project they chose, or an API key (Authorization: Bearer). null when neither is valid.
+ */
+export async function resolveActor(db: Db, headers: Headers): Promise<Actor | null> {
+  const authorization = headers.get('authorization');
+  // A request that names a key is judged by that key alone: a bad key never falls back to
+  // a cookie the same client may also hold.
+  if (authorization !== null) return actorOfApiKey(db, authorization);
+  // Nothing to look up (a build-time render, a signed-out visitor): no database round trip.
+  if (!headers.get('cookie')) return null;
+  return actorOfSession(db, headers);
+}
+
+async function actorOfApiKey(db: Db, authorization: string): Promise<Actor | null> {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization.trim());
+  if (!match || !API_KEY_PATTERN.test(match[1]!)) return null;
+  const key = await db.apiKey.findUnique({
+    where: { hashedSecret: hashApiKey(match[1]!) },
+    select: { id: true, name: true, projectId: true, role: true, revokedAt: true },
+  });
+  if (!key || key.revokedAt) return null;
+  await touchApiKey(db, key.id);
+  return {
+    kind: 'apikey',
+    id: `apikey:${key.id}`,
+    label: key.name,
+    userId: null,
+    apiKeyId: key.id,
+    projectId: key.projectId,
+    role: key.role,
+  };
+}
+
+/**
+ * Records that a key was used, at most once a minute per key: a busy integration calling
+ * hundreds of times a second must not turn every call into a row write on one hot row.
+ */
+export async function touchApiKey(db: Db, apiKeyId: string): Promise<void> {
+  await db.$executeRaw`
+    UPDATE "ApiKey" SET "lastUsedAt" = now()
+    WHERE id = ${apiKeyId}::uuid
+      AND ("lastUsedAt" IS NULL OR "lastUsedAt" < now() - make_interval(secs => ${LAST_USED_RESOLUTION_SECONDS}))`;
+}
+
+/** The project a request asks for: header first (scripts, tests), then the switcher's cookie. */
+function requestedProjectId(headers: Headers): string | null {
+  const fromHeader = headers.get(PROJECT_HEADER)?.trim();
+  if (fromHeader) return fromHeader;
+  for (const part of (headers.get('cookie') ?? '').split(';')) {
+    const [name, ...value] = part.split('=');
+    if (name?.trim() === PROJECT_COOKIE) return decodeURIComponent(value.join('=').trim());
+  }
+  return null;
+}
+
+async function actorOfSession(db: Db, headers: Headers): Promise<Actor | null> {
+  const person = await signedInPerson(db, headers);
+  if (!person?.current) return null;
+  return {
+    kind: 'user',
+    id: `user:${person.userId}`,
+    label: person.email,
+    userId: person.userId,
+    apiKeyId: null,
+    projectId: person.current.projectId,
+    role: person.current.role,
+  };
+}
+
+export interface ProjectMembership {
+  projectId: string;
+  projectName: string;
+  role: Role;
+}
+
+export interface SignedInPerson {
+  userId: string;
+  email: string;
+  name: string;
+  /** Every project the person belongs to, by name, for the console's project switcher. */
+  memberships: ProjectMembership[];
+  /**
+   * The project they act in: the requested one if they belong to it, otherwise their
+   * first by name. A request for a project one does not belong to falls back rather than
+   * failing, so a stale switcher cookie never locks anyone out. null: no project at all.
+   */
+  current: ProjectMembership | null;
+}
+
+/** The person behind a session cookie, with all their projects; null when not signed in. */
+export async function signedInPerson(db: Db, headers: Headers): Promise<SignedInPerson | null> {
+  if (!headers.get('cookie')) return null;
+  const session = await authFor(db).api.getSession({ headers });
+  if (!session) return null;
+  const rows = await db.membership.findMany({
+    where: { userId: session.user.id },
+    orderBy: [{ project: { name: 'asc' } }, { projectId: 'asc' }],
+    select: { projectId: true, role: true, project: { select: { name: true } } },
+  });
+  const memberships = rows.map((m) => ({ projectId: m.projectId, projectName: m.project.name, role: m.role }));
+  const requested = requestedProjectId(headers);
+  return {
+    userId: session.user.id,
+    email: session.user.email,
+    name: session.user.name,
+    memberships,
+    current: memberships.find((m) => m.projectId === requested) ?? memberships[0] ?? null,
+  };
+}

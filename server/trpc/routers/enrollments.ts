@@ -1,0 +1,139 @@
+import { TRPCError } from '@trpc/server';
+import { ZodError } from 'zod';
+import { enroll, type EnrollRejection } from '../../engine/enrollment';
+import { notifyWorkers } from '../../engine/wakeup';
+import { audit, inTransaction } from '../audit';
+import { BULK_ROWS_MAX, csvHeader, csvRecords, csvRow, enrollRows, inspectCsv, parseRow, type BulkRow } from '../bulk-enrollment';
+import { ConflictError, conflictError, marketerProcedure, router, type Actor, type Context } from '../trpc';
+import { enrollInput, enrollManyInput, enrollOutput, importCsvInput } from './enrollments.schema';
+
+/**
+ * The API's answer to a refused enrollment. A disabled workflow is PRECONDITION_FAILED,
+ * not CONFLICT: nothing raced the caller, the workflow is switched off and stays so
+ * until someone enables it. Its reason still travels in `data.conflict` so programs read
+ * every refusal's reason from the same place.
+ */
+export function enrollmentError(rejection: EnrollRejection): TRPCError {
+  switch (rejection.reason) {
+    case 'WORKFLOW_NOT_FOUND':
+      return new TRPCError({ code: 'NOT_FOUND', message: 'No such workflow in this project.' });
+    case 'CONTACT_NOT_FOUND':
+      return new TRPCError({ code: 'NOT_FOUND', message: 'No such contact in this project.' });
+    case 'WORKFLOW_DISABLED':
+      return new TRPCError({
+        code: 'PRECONDITION_FAILED',
+        message: 'The workflow is disabled; enable it to enroll contacts.',
+        cause: new ConflictError({ reason: 'WORKFLOW_DISABLED' }),
+      });
+    case 'ACTIVE_EXECUTION':
+      return conflictError(
+        { reason: rejection.reason, executionId: rejection.executionId },
+        'The contact already has an active execution of this workflow.',
+      );
+    case 'REENTRY_BLOCKED':
+      return conflictError(
+        { reason: rejection.reason, executionId: rejection.executionId },
+        'The contact has been through this workflow, which does not allow re-entry.',
+      );
+  }
+}
+
+/**
+ * A bulk call's workflow must exist in the caller's project and be enabled before any
+ * row is read; the refusal is audited like any other.
+ */
+async function refuseUnlessEnrollable(ctx: Pick<Context, 'db'> & { actor: Actor }, workflowId: string, action: string): Promise<void> {
+  const rejection = await inTransaction(ctx.db, async (tx): Promise<EnrollRejection | null> => {
+    const workflow = await tx.workflow.findFirst({ where: { id: workflowId, projectId: ctx.actor.projectId }, select: { enabled: true } });
+    const refused: EnrollRejection | null = !workflow
+      ? { reason: 'WORKFLOW_NOT_FOUND' }
+      : !workflow.enabled
+        ? { reason: 'WORKFLOW_DISABLED' }
+        : null;
+    if (refused) await audit(tx, ctx.actor, { action, targetType: 'workflow', targetId: workflowId, outcome: 'REJECTED', after: refused });
+    return refused;
+  });
+  if (rejection) throw enrollmentError(rejection);
+}
+
+/** BAD_REQUEST for the `csv` field, with the same zodError shape as schema failures. */
+function csvError(message: string): TRPCError {
+  return new TRPCError({
+    code: 'BAD_REQUEST',
+    message,
+    cause: new ZodError([{ code: 'custom', path: ['csv'], message, input: undefined }]),
+  });
+}
+
+export const enrollmentsRouter = router({
+  /** Enroll one contact (by id or email) into a workflow. */
+  enroll: marketerProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/enrollments',
+        tags: ['enrollments'],
+        summary: 'Enroll a contact into a workflow',
+        description:
+          'Give contactId or email (a new email creates the contact). 409 CONFLICT with conflict.reason ACTIVE_EXECUTION or REENTRY_BLOCKED when the contact may not enter; 412 when the workflow is disabled.',
+        protect: true,
+        errorResponses: [400, 401, 403, 404, 409, 412],
+      },
+    })
+    .input(enrollInput)
+    .output(enrollOutput)
+    .mutation(async ({ ctx, input }) => {
+      const result = await inTransaction(ctx.db, async (tx) => {
+        const r = await enroll(tx, {
+          projectId: ctx.actor.projectId,
+          workflowId: input.workflowId,
+          contactId: input.contactId ?? null,
+          email: input.email ?? null,
+          context: input.context ?? {},
+        });
+        await audit(tx, ctx.actor, {
+          action: 'enrollments.enroll',
+          targetType: r.ok ? 'execution' : 'workflow',
+          targetId: r.ok ? r.executionId : input.workflowId,
+          outcome: r.ok ? 'APPLIED' : 'REJECTED',
+          before: { workflowId: input.workflowId, contactId: input.contactId ?? null, email: input.email ?? null },
+          after: r,
+        });
+        return r;
+      });
+      if (!result.ok) throw enrollmentError(result);
+      await notifyWorkers(ctx.db).catch(() => {});
+      return { executionId: result.executionId };
+    }),
+
+  /** Enroll up to 10,000 contacts by email; each row is answered on its own. */
+  enrollMany: marketerProcedure.input(enrollManyInput).mutation(async ({ ctx, input }) => {
+    await refuseUnlessEnrollable(ctx, input.workflowId, 'enrollments.enrollMany');
+    function* rows(): Generator<BulkRow> {
+      for (const raw of input.contacts) yield parseRow(raw);
+    }
+    const { results, summary } = await enrollRows(
+      { db: ctx.db, actor: ctx.actor, workflowId: input.workflowId, action: 'enrollments.enrollMany', source: 'rows' },
+      rows(),
+    );
+    return { results, summary };
+  }),
+
+  /** enrollMany from a CSV text: a header row with `email`, other columns into the contact's data. */
+  importCsv: marketerProcedure.input(importCsvInput).mutation(async ({ ctx, input }) => {
+    const { fields, rows: count } = inspectCsv(input.csv);
+    if (count === 0) throw csvError('the CSV has a header but no rows');
+    if (count > BULK_ROWS_MAX) throw csvError(`at most ${BULK_ROWS_MAX} rows per import`);
+    const header = csvHeader(fields);
+    if (typeof header === 'string') throw csvError(header);
+    await refuseUnlessEnrollable(ctx, input.workflowId, 'enrollments.importCsv');
+    async function* rows(): AsyncGenerator<BulkRow> {
+      for await (const r of csvRecords(input.csv)) yield csvRow(header as Exclude<typeof header, string>, r.record, r.errors);
+    }
+    const { results, summary } = await enrollRows(
+      { db: ctx.db, actor: ctx.actor, workflowId: input.workflowId, action: 'enrollments.importCsv', source: 'csv' },
+      rows(),
+    );
+    return { results, summary };
+  }),
+});

@@ -1,0 +1,29 @@
+import { z } from 'zod';
+import { ExecutionStatus } from '../../generated/prisma/enums';
+import { STUCK_REASONS } from '../../repair/stuck';
+import { id, instant, limit, text } from '../inputs';
+import { cursor } from '../keyset';
+
+export const EXECUTION_STATUSES = Object.values(ExecutionStatus) as [ExecutionStatus, ...ExecutionStatus[]];
+
+export const listExecutionsInput = z
+  .object({
+    workflowId: id.optional(),
+    /** Any of these statuses (none: all). */
+    status: z.array(z.enum(EXECUTION_STATUSES)).max(EXECUTION_STATUSES.length).optional(),
+    /** Stuck for any of these reasons right now (none: no stuck filter). */
+    stuck: z.array(z.enum(STUCK_REASONS)).max(STUCK_REASONS.length).optional(),
+    /** A contact's id, or the start of its email (any case). */
+    contact: text(320, 1).optional(),
+    /** Started at or after. */
+    since: instant.optional(),
+    /** Started before. */
+    until: instant.optional(),
+    cursor: cursor.optional(),
+    limit,
+  })
+  .prefault({});
+
+export const getExecutionInput = z.object({ id });
+
+export const executionStatsInput = z.object({ workflowId: id.optional() }).prefault({});

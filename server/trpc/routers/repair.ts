@@ -1,0 +1,131 @@
+import { TRPCError } from '@trpc/server';
+import { applyRepair, previewRepair, RepairNotFound, type RepairRequest } from '../../repair/actions';
+import { applyMany } from '../../repair/bulk';
+import { listStuck, STUCK_DESCRIPTIONS } from '../../repair/stuck';
+import { audit, inTransaction } from '../audit';
+import { encodeCursor } from '../keyset';
+import { requireWorkflow, stuckScope } from '../scope';
+import { ConflictError, conflictError, operatorProcedure, router } from '../trpc';
+import { applyInput, applyManyInput, previewInput, stuckInput } from './repair.schema';
+
+// Repair (OPERATOR): thin over server/repair, which runs every action through the
+// engine's claims and audits applied, lost and refused attempts in their transaction.
+
+const notFound = (message: string) => new TRPCError({ code: 'NOT_FOUND', message: message.charAt(0).toUpperCase() + message.slice(1) + '.' });
+
+function requestOf(projectId: string, input: { action: RepairRequest['action']; executionId?: string | undefined; eventId?: string | undefined }): RepairRequest {
+  return {
+    projectId,
+    action: input.action,
+    executionId: input.action === 'REDRIVE_EVENT' ? null : (input.executionId ?? null),
+    eventId: input.eventId ?? null,
+  };
+}
+
+export const repairRouter = router({
+  /** What is stuck and why, newest first. */
+  stuck: operatorProcedure.input(stuckInput).query(async ({ ctx, input }) => {
+    await requireWorkflow(ctx.db, ctx.actor.projectId, input.workflowId);
+    const { items, nextCursor } = await listStuck(ctx.db, {
+      ...stuckScope(ctx.actor.projectId, input.workflowId),
+      reasons: input.reason ? [input.reason] : undefined,
+      cursor: input.cursor ? { since: input.cursor.at, id: input.cursor.id } : null,
+      limit: input.limit,
+    });
+    return {
+      items: items.map((item) => ({ ...item, description: STUCK_DESCRIPTIONS[item.reason] })),
+      nextCursor: nextCursor ? encodeCursor({ at: nextCursor.since, id: nextCursor.id }) : null,
+    };
+  }),
+
+  /** What an action would do now: the version to send back, the state, the plan, the side-effect warning. */
+  preview: operatorProcedure.input(previewInput).query(async ({ ctx, input }) => {
+    try {
+      return await previewRepair(ctx.db, requestOf(ctx.actor.projectId, input), stuckScope(ctx.actor.projectId));
+    } catch (error) {
+      if (error instanceof RepairNotFound) throw notFound(error.message);
+      throw error;
+    }
+  }),
+
+  /**
+   * API.md's `repair.apply`: apply one action with the version the operator saw. Lost:
+   * CONFLICT naming the winner. Not allowed in the current state: PRECONDITION_FAILED with
+   * the refusal. (tRPC reserves `apply`, `call` and `then` as procedure names, since its
+   * proxies would take them for Function.prototype methods; hence `applyOne`.)
+   */
+  applyOne: operatorProcedure.input(applyInput).mutation(async ({ ctx, input }) => {
+    const request = requestOf(ctx.actor.projectId, input);
+    const result = await applyRepair(
+      ctx.db,
+      { ...request, actor: ctx.actor.id, expectedVersion: input.expectedVersion, reason: input.reason },
+      stuckScope(ctx.actor.projectId),
+    );
+    if (result.ok) return result;
+    switch (result.code) {
+      case 'CONFLICT':
+        throw conflictError(result.conflict, `Lost: the ${result.conflict.winner.kind} got there first.`);
+      case 'NOT_ALLOWED':
+        throw new TRPCError({
+          code: 'PRECONDITION_FAILED',
+          message: result.message,
+          cause: new ConflictError({
+            reason: 'NOT_ALLOWED',
+            refusal: result.message,
+            status: result.target.kind === 'execution' ? result.target.status : null,
+            currentVersion: result.target.version,
+          }),
+        });
+      case 'NOT_FOUND':
+        // The repair's transaction rolled back; the refused attempt is still recorded.
+        await inTransaction(ctx.db, (tx) =>
+          audit(tx, ctx.actor, {
+            action: `repair.${input.action}`,
+            targetType: input.action === 'REDRIVE_EVENT' ? 'event' : 'execution',
+            targetId: (input.action === 'REDRIVE_EVENT' ? input.eventId : input.executionId) ?? '',
+            outcome: 'REJECTED',
+            reason: input.reason,
+            after: { reason: 'NOT_FOUND', message: result.message },
+          }),
+        );
+        throw notFound(result.message);
+    }
+  }),
+
+  /**
+   * Repair every execution a filter selects: `dryRun` counts them; otherwise one claim
+   * each at a bounded rate, each reported applied or skipped (it changed, or the action
+   * does not fit its state). Cancelling the request stops it between executions.
+   */
+  applyMany: operatorProcedure.input(applyManyInput).mutation(async ({ ctx, input, signal }) => {
+    await requireWorkflow(ctx.db, ctx.actor.projectId, input.filter.workflowId);
+    const result = await applyMany(
+      ctx.db,
+      {
+        projectId: ctx.actor.projectId,
+        actor: ctx.actor.id,
+        action: input.action,
+        reason: input.reason,
+        filter: input.filter,
+        dryRun: input.dryRun,
+        signal,
+      },
+      stuckScope(ctx.actor.projectId),
+    );
+    if (!result.dryRun) {
+      // Each execution's repair has its own entry; this one records the run as a whole.
+      const applied = result.items.filter((i) => i.outcome === 'APPLIED').length;
+      await inTransaction(ctx.db, (tx) =>
+        audit(tx, ctx.actor, {
+          action: 'repair.applyMany',
+          targetType: 'filter',
+          targetId: JSON.stringify(input.filter).slice(0, 500),
+          outcome: applied > 0 ? 'APPLIED' : 'REJECTED',
+          reason: input.reason,
+          after: { action: input.action, matched: result.matched, applied, skipped: result.items.length - applied, interrupted: result.interrupted },
+        }),
+      );
+    }
+    return result;
+  }),
+});
