@@ -227,4 +227,55 @@ describe('bulk repair', () => {
   }, 300_000);
 });
 
+describe('bulk repair, interrupted', () => {
+  it('stopping a bulk FORCE_TIMEOUT half-way leaves every execution repaired or untouched', async () => {
+    const db2 = await freshDatabase();
+    try {
+      const project = await createProject(db2.db);
+      const wf = await workflowFrom(db2.db, project.id, waitWorkflow({ allowReentry: true }, 1));
+      const ids: string[] = [];
+      const ctx = createEngineContext(db2.db);
+      for (let i = 0; i < 40; i++) {
+        const e = await enroll(db2.db, { projectId: project.id, workflowId: wf.id, email: `stop-${i}@example.com` });
+        const id = (e as { executionId: string }).executionId;
+        ids.push(id);
+        let c = await claimStep(db2.db, { executionId: id, expectedVersion: 1, leaseSeconds: 30 });
+        while (c.won) {
+          const run = await runClaimedStep(ctx, c.claim);
+          if (run.continueAt === null) break;
+          c = await claimStep(db2.db, { executionId: id, expectedVersion: run.continueAt, leaseSeconds: 30 });
+        }
+      }
+      await new Promise((res) => setTimeout(res, 1100));
+      const stop = new AbortController();
+      const result = await applyMany(
+        db2.db,
+        {
+          projectId: project.id,
+          actor: 'user:op',
+          action: 'FORCE_TIMEOUT',
+          reason: 'incident',
+          filter: { reason: 'WAIT_OVERDUE' },
+          dryRun: false,
+          ratePerSecond: 200,
+          signal: stop.signal,
+          onProgress: (done) => {
+            if (done === 15) stop.abort();
+          },
+        },
+        GRACE,
+      );
+      expect(result).toMatchObject({ matched: 40, interrupted: true });
+      expect(result.items).toHaveLength(15);
+      // Exactly the reported ones were repaired; the rest are waiting as they were.
+      expect(await db2.db.stepExecution.count({ where: { resolvedBy: 'OPERATOR' } })).toBe(15);
+      expect(await db2.db.workflowExecution.count({ where: { status: 'WAITING' } })).toBe(25);
+      const bad = (await checkInvariants(db2.db)).filter((x) => x.violations > 0);
+      expect(bad).toEqual([]);
+    } finally {
+      await db2.drop();
+    }
+  }, 120_000);
+});
+
 void delayWorkflow;
