@@ -1,5 +1,6 @@
 import type { Metadata } from 'next';
 import { InvariantPanel } from './_components/invariant-panel';
+import { StuckPanel } from './_components/stuck-panel';
 import { ExecutionTotals, WorkflowTable } from './_components/workflow-table';
 import { HydrateClient, getQueryClient, trpc } from './_trpc/server';
 
@@ -13,6 +14,7 @@ export default async function OverviewPage() {
   await Promise.all([
     queryClient.prefetchQuery(trpc.health.invariants.queryOptions()),
     queryClient.prefetchQuery(trpc.workflows.list.queryOptions()),
+    queryClient.prefetchQuery(trpc.executions.stats.queryOptions({})),
   ]);
   return (
     <HydrateClient>
@@ -23,6 +25,7 @@ export default async function OverviewPage() {
         </div>
         <ExecutionTotals />
         <InvariantPanel />
+        <StuckPanel />
         <WorkflowTable />
       </div>
     </HydrateClient>

@@ -22,6 +22,14 @@ test('overview: every invariant holds on the seeded demo and its workflows are l
   }
   await expect(invariants.getByText(`All ${INVARIANT_IDS.length} hold`)).toBeVisible();
 
+  // The seeded incident: the failed execution and the dead-lettered event wait for an
+  // operator; nothing else is stuck on a freshly seeded demo.
+  const stuck = page.getByRole('region', { name: 'Stuck' });
+  await expect(stuck.getByTestId('stuck-FAILED')).toContainText('an operator');
+  await expect(stuck.getByTestId('stuck-FAILED')).toContainText(/1$/);
+  await expect(stuck.getByTestId('stuck-EVENT_DEAD')).toContainText(/1$/);
+  await expect(stuck.getByTestId('stuck-WAIT_OVERDUE')).toContainText(/0$/);
+
   const workflows = page.getByRole('region', { name: 'Workflows' });
   await expect(workflows.getByText('Welcome series', { exact: true })).toBeVisible();
   await expect(workflows.getByText('Abandoned cart recovery', { exact: true })).toBeVisible();

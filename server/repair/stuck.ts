@@ -7,26 +7,8 @@ import { Prisma, type DbTx } from '../db';
 // ready-queue and event-queue indexes), so it stays an index scan at millions of rows
 // (test/repair/stuck-explain.test.ts).
 
-export const STUCK_REASONS = [
-  'WAIT_OVERDUE',
-  'LEASE_EXPIRED',
-  'MISSING_STEP',
-  'CONTINUATION_PENDING',
-  'EVENT_DEAD',
-  'EVENT_PENDING',
-  'FAILED',
-] as const;
-export type StuckReason = (typeof STUCK_REASONS)[number];
-
-export const STUCK_DESCRIPTIONS: Record<StuckReason, string> = {
-  WAIT_OVERDUE: 'waiting past its timeout, and no timer has resolved it',
-  LEASE_EXPIRED: 'a worker claimed its step and stopped renewing the lease (it died)',
-  MISSING_STEP: 'due to run a step, and no worker has picked it up',
-  CONTINUATION_PENDING: 'its wait was resolved, but it never moved past the wait',
-  EVENT_DEAD: 'a tracked event was dead-lettered after its last dispatch attempt',
-  EVENT_PENDING: 'a tracked event was accepted but not yet processed',
-  FAILED: 'failed, and its step can be retried or skipped',
-};
+export { STUCK_REASONS, STUCK_DESCRIPTIONS, SELF_HEALING, type StuckReason } from './stuck-reasons';
+import { STUCK_REASONS, type StuckReason } from './stuck-reasons';
 
 /** Reasons whose subject is an event, not an execution. */
 export const EVENT_REASONS: readonly StuckReason[] = ['EVENT_DEAD', 'EVENT_PENDING'];
