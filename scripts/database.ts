@@ -1,8 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Env } from '../server/env';
-import { ensureDatabase, startEmbeddedPostgres, type EmbeddedDatabase } from '../server/embedded-postgres';
-import { processAlive } from './supervisor';
+import { ensureDatabase, processAlive, startEmbeddedPostgres, type EmbeddedDatabase } from '../server/embedded-postgres';
 
 // Which PostgreSQL the product's scripts use: DATABASE_URL when set, otherwise the
 // embedded server under .data/postgres (DESIGN.md section 7), with the product's data in

@@ -7,7 +7,8 @@ import { createDb, type Db } from '../server/db';
 import { EnvError, parseEnv, type Env } from '../server/env';
 import { migrate } from '../server/migrator';
 import { openProductDatabase, redactUrl, ROOT, stopEmbeddedPostgres, type ProductDatabase } from './database';
-import { Supervisor, portInUse } from './supervisor';
+import { portInUse } from '../server/embedded-postgres';
+import { Supervisor } from './supervisor';
 
 // `npm start`: the whole product from one command. Database (DATABASE_URL, or an embedded
 // PostgreSQL under .data/), migrations, the demo seed, a build when none exists, then the

@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import readline from 'node:readline';
+import { portInUse, processAlive } from '../server/embedded-postgres';
 
 // The child processes of `npm start` (the web server and the workers): started with their
 // output labelled, watched for unexpected exits, stopped in order on shutdown, and
@@ -28,15 +28,6 @@ interface RecordedChild {
 }
 
 const LABEL_WIDTH = 9;
-
-export function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /** Field 22 of /proc/PID/stat: when the process started, in clock ticks since boot. */
 function processStartTime(pid: number): string | undefined {
@@ -72,17 +63,6 @@ async function waitForExit(pid: number, ms: number): Promise<boolean> {
     await new Promise((r) => setTimeout(r, 100));
   }
   return !processAlive(pid);
-}
-
-export function portInUse(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ port, host: '127.0.0.1' });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
 }
 
 export class Supervisor {

@@ -38,7 +38,8 @@ export interface EmbeddedOptions {
 const USER = 'postgres';
 const PASSWORD = 'postgres';
 
-function processAlive(pid: number): boolean {
+/** Whether a process exists (EPERM: it does, owned by another user). */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -47,7 +48,8 @@ function processAlive(pid: number): boolean {
   }
 }
 
-function portInUse(port: number): Promise<boolean> {
+/** Whether something on this machine accepts connections on the port. */
+export function portInUse(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect({ port, host: '127.0.0.1' });
     socket.once('connect', () => {
