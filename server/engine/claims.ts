@@ -738,6 +738,16 @@ export async function recordDelivery(
 // taken from it.
 
 /**
+ * The operators' claims' guard: execution `e`'s current step is not held by a live worker
+ * (a RUNNING step row whose lease has not run out). Taking such a step would race the
+ * worker finishing it.
+ */
+const noLiveWorkerHoldsStep = Prisma.sql`NOT EXISTS (
+  SELECT 1 FROM "StepExecution" h
+   WHERE h."executionId" = e.id AND h."stepId" = e."currentStepId"
+     AND h.status = 'RUNNING' AND h."leaseExpiresAt" >= now())`;
+
+/**
  * I6, I8: cancel an active or failed execution, fenced by the version the operator saw.
  * Its current step row, if still open, becomes SKIPPED in the same statement, so a wait
  * cannot be resolved afterwards and a worker's completion of it loses.
@@ -786,9 +796,7 @@ export async function retryStep(
              "lastError" = NULL, "updatedAt" = now()
        WHERE e.id = ${opts.executionId}::uuid AND e.version = ${opts.expectedVersion}
          AND e.status IN ('RUNNING', 'FAILED')
-         AND NOT EXISTS (SELECT 1 FROM "StepExecution" h
-                          WHERE h."executionId" = e.id AND h."stepId" = e."currentStepId"
-                            AND h.status = 'RUNNING' AND h."leaseExpiresAt" >= now())
+         AND ${noLiveWorkerHoldsStep}
       RETURNING e.id, e.version, e."currentStepId"
     ), step AS (
       UPDATE "StepExecution" s
@@ -833,9 +841,7 @@ export async function skipStep(
                SELECT 1 FROM "StepExecution" w JOIN "WorkflowStep" ws ON ws.id = w."stepId"
                 WHERE w."executionId" = e.id AND w."stepId" = e."currentStepId"
                   AND ws.type = 'DELAY' AND w.status = 'WAITING' AND w."resolvedBy" IS NULL)))
-         AND NOT EXISTS (SELECT 1 FROM "StepExecution" h
-                          WHERE h."executionId" = e.id AND h."stepId" = e."currentStepId"
-                            AND h.status = 'RUNNING' AND h."leaseExpiresAt" >= now())
+         AND ${noLiveWorkerHoldsStep}
       RETURNING e.id, e.version
     ), step AS (
       INSERT INTO "StepExecution" AS s (id, "executionId", "stepId", status, attempt, output, "startedAt", "finishedAt")
