@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { executionListQuery, type ExecutionFilter } from '../../server/trpc/routers/executions';
 import { actorFor, callerFor } from '../support/callers';
 import { freshDatabase, type TestDatabase } from '../support/database';
+import { explain, planNodes, type PlanNode } from '../support/explain';
 import { createProject, waitWorkflow, workflowFrom } from '../support/fixtures';
 
 // executions.list stays a short index range scan as executions grow (DESIGN.md section 8):
@@ -40,22 +41,9 @@ beforeAll(async () => {
 }, 300_000);
 afterAll(async () => t?.drop());
 
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Total Cost': number;
-  Plans?: PlanNode[];
-}
-
-function nodes(plan: PlanNode): PlanNode[] {
-  return [plan, ...(plan.Plans ?? []).flatMap(nodes)];
-}
-
 async function planOf(filter: Partial<ExecutionFilter>): Promise<PlanNode> {
   const query = executionListQuery({ projectId, contact: null, limit: 50, ...filter });
-  const [row] = await t.db.$queryRaw<{ 'QUERY PLAN': [{ Plan: PlanNode }] }[]>`EXPLAIN (FORMAT JSON) ${query}`;
-  return row!['QUERY PLAN'][0].Plan;
+  return explain(t.db, query);
 }
 
 const FILTERS: [string, () => Partial<ExecutionFilter>][] = [
@@ -72,7 +60,7 @@ const FILTERS: [string, () => Partial<ExecutionFilter>][] = [
 describe('executions.list at 100,000 executions', () => {
   it.each(FILTERS)('filtered by %s: an index scan under a LIMIT, no sequential scan of the executions', async (_, filter) => {
     const plan = await planOf(filter());
-    const all = nodes(plan);
+    const all = planNodes(plan);
     const shape = JSON.stringify(all.map((n) => [n['Node Type'], n['Relation Name'], n['Index Name']]));
     expect(plan['Node Type'], shape).toBe('Limit');
     expect(all.filter((n) => n['Node Type'] === 'Seq Scan' && n['Relation Name'] === 'WorkflowExecution'), shape).toEqual([]);

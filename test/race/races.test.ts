@@ -12,9 +12,10 @@ import {
   type EnrollResult,
 } from '../../server/engine';
 import { advanceExecution, claimReadySteps, claimStep } from '../../server/engine/claims';
-import { continueRunning, resolveWait, runClaimedStep, type ResumeResult } from '../../server/engine/runner';
+import { continueRunning, resolveWait, type ResumeResult } from '../../server/engine/runner';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { createContact, createProject, delayWorkflow, stepId, waitWorkflow, workflowFrom } from '../support/fixtures';
+import { runStepsOnly } from '../support/drive';
 import { fulfilled, racers, ROUNDS, type Racers } from '../support/race';
 
 // The adversarial race suite (issue 3). Every scenario runs ROUNDS times (default 50)
@@ -45,23 +46,6 @@ async function expectNoViolations(round: number) {
   const results = await checkInvariants(t.db);
   const bad = results.filter((r) => r.violations > 0);
   expect(bad, `round ${round}: ${JSON.stringify(bad)}`).toEqual([]);
-}
-
-/** Run every RUNNING execution of the test database up to its next wait (timers untouched). */
-async function runReadySteps(db: Db) {
-  const ctx = ctxFor(db);
-  for (;;) {
-    const { claims } = await claimReadySteps(db, { limit: 50, leaseSeconds: 30 });
-    if (claims.length === 0) return;
-    for (const claim of claims) {
-      let run = await runClaimedStep(ctx, claim);
-      while (run.continueAt !== null) {
-        const next = await claimStep(db, { executionId: claim.executionId, expectedVersion: run.continueAt, leaseSeconds: 30 });
-        if (!next.won) break;
-        run = await runClaimedStep(ctx, next.claim);
-      }
-    }
-  }
 }
 
 async function enrollRace(racersSet: Racers, workflowId: string, contactId: string): Promise<EnrollResult[]> {
@@ -128,7 +112,7 @@ describe('race suite', () => {
       const contact = await createContact(t.db, projectId, `s2-${round}@example.com`);
       const enrolled = await enroll(t.db, { projectId, workflowId: wf.id, contactId: contact.id });
       const executionId = (enrolled as { executionId: string }).executionId;
-      await runReadySteps(t.db);
+      await runStepsOnly(t.db);
       // The timeout is now due: time passes for this wait only.
       const [wait] = await t.query(
         `UPDATE "StepExecution" SET "dueAt" = now() - interval '1 second'
@@ -178,7 +162,7 @@ describe('race suite', () => {
       const contact = await createContact(t.db, projectId, `s3-${round}@example.com`);
       const enrolled = await enroll(t.db, { projectId, workflowId: wf.id, contactId: contact.id });
       const executionId = (enrolled as { executionId: string }).executionId;
-      await runReadySteps(t.db);
+      await runStepsOnly(t.db);
       const [pause] = await t.query(
         `UPDATE "StepExecution" SET "dueAt" = now() - interval '1 second'
           WHERE "executionId" = $1 AND status = 'WAITING' RETURNING id`,
@@ -214,7 +198,7 @@ describe('race suite', () => {
       const contact = await createContact(t.db, projectId, `s4-${round}@example.com`);
       const first = await enroll(t.db, { projectId, workflowId: wf.id, contactId: contact.id });
       const waitingId = (first as { executionId: string }).executionId;
-      await runReadySteps(t.db);
+      await runStepsOnly(t.db);
       const [before] = await t.query(`SELECT status FROM "WorkflowExecution" WHERE id = $1`, [waitingId]);
       expect(before.status).toBe('WAITING');
 
@@ -292,7 +276,7 @@ describe('race suite', () => {
       const contact = await createContact(t.db, projectId, `s6-${round}@example.com`);
       const enrolled = await enroll(t.db, { projectId, workflowId: waiting.id, contactId: contact.id });
       const waitingId = (enrolled as { executionId: string }).executionId;
-      await runReadySteps(t.db);
+      await runStepsOnly(t.db);
       const event = await storeEvent(t.db, { projectId, name: 'purchase', contactId: contact.id }, 0);
       const eventId = (event as { eventId: string }).eventId;
       const leaseSeconds = round % 2 === 0 ? 30 : 0;

@@ -5,7 +5,8 @@ import { claimStep, advanceExecution } from '../../server/engine/claims';
 import { resolveWait, runClaimedStep } from '../../server/engine/runner';
 import { applyMany, applyRepair, previewRepair, type ApplyResult } from '../../server/repair';
 import { freshDatabase, type TestDatabase } from '../support/database';
-import { createProject, delayWorkflow, waitWorkflow, workflowFrom, stepId } from '../support/fixtures';
+import { createProject, waitWorkflow, workflowFrom, stepId } from '../support/fixtures';
+import { driveFromStart, runStepsOnly } from '../support/drive';
 import { startWorkerProcess, waitFor, type WorkerProcess } from '../support/processes';
 import { fulfilled, racers, ROUNDS, type Racers } from '../support/race';
 
@@ -36,13 +37,7 @@ async function expectNoViolations(round: number) {
 async function waitingExecution(workflowId: string, email: string): Promise<{ id: string; waitRowId: string; version: number }> {
   const enrolled = await enroll(t.db, { projectId, workflowId, email });
   const id = (enrolled as { executionId: string }).executionId;
-  const ctx = createEngineContext(t.db);
-  let claimed = await claimStep(t.db, { executionId: id, expectedVersion: 1, leaseSeconds: 30 });
-  while (claimed.won) {
-    const run = await runClaimedStep(ctx, claimed.claim);
-    if (run.continueAt === null) break;
-    claimed = await claimStep(t.db, { executionId: id, expectedVersion: run.continueAt, leaseSeconds: 30 });
-  }
+  await driveFromStart(t.db, id);
   const row = await t.db.stepExecution.findFirstOrThrow({ where: { executionId: id, status: 'WAITING' } });
   const exec = await t.db.workflowExecution.findUniqueOrThrow({ where: { id } });
   return { id, waitRowId: row.id, version: exec.version };
@@ -169,15 +164,7 @@ describe('bulk repair', () => {
         ids.push((e as { executionId: string }).executionId);
       }
       // Run them up to their waits with no timer running, and let the timeouts pass.
-      const ctx = createEngineContext(bulk.db);
-      for (let i = 0; i < ids.length; i++) {
-        let c = await claimStep(bulk.db, { executionId: ids[i]!, expectedVersion: 1, leaseSeconds: 30 });
-        while (c.won) {
-          const run = await runClaimedStep(ctx, c.claim);
-          if (run.continueAt === null) break;
-          c = await claimStep(bulk.db, { executionId: ids[i]!, expectedVersion: run.continueAt, leaseSeconds: 30 });
-        }
-      }
+      await runStepsOnly(bulk.db);
       await new Promise((res) => setTimeout(res, 1100));
       const dry = await applyMany(
         bulk.db,
@@ -234,18 +221,11 @@ describe('bulk repair, interrupted', () => {
       const project = await createProject(db2.db);
       const wf = await workflowFrom(db2.db, project.id, waitWorkflow({ allowReentry: true }, 1));
       const ids: string[] = [];
-      const ctx = createEngineContext(db2.db);
       for (let i = 0; i < 40; i++) {
         const e = await enroll(db2.db, { projectId: project.id, workflowId: wf.id, email: `stop-${i}@example.com` });
-        const id = (e as { executionId: string }).executionId;
-        ids.push(id);
-        let c = await claimStep(db2.db, { executionId: id, expectedVersion: 1, leaseSeconds: 30 });
-        while (c.won) {
-          const run = await runClaimedStep(ctx, c.claim);
-          if (run.continueAt === null) break;
-          c = await claimStep(db2.db, { executionId: id, expectedVersion: run.continueAt, leaseSeconds: 30 });
-        }
+        ids.push((e as { executionId: string }).executionId);
       }
+      await runStepsOnly(db2.db);
       await new Promise((res) => setTimeout(res, 1100));
       const stop = new AbortController();
       const result = await applyMany(
@@ -278,4 +258,3 @@ describe('bulk repair, interrupted', () => {
   }, 120_000);
 });
 
-void delayWorkflow;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Prisma } from '../../server/db';
 import { countStuck, listStuck, STUCK_REASONS, stuckQuery } from '../../server/repair';
 import { freshDatabase, type TestDatabase } from '../support/database';
+import { explain, planNodes } from '../support/explain';
 import { createProject, waitWorkflow, workflowFrom } from '../support/fixtures';
 
 // The stuck predicates stay index scans as executions grow (issue 5, DESIGN.md section 8):
@@ -72,17 +72,6 @@ beforeAll(async () => {
 }, 300_000);
 afterAll(async () => t?.drop());
 
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  Plans?: PlanNode[];
-}
-
-function nodes(plan: PlanNode): PlanNode[] {
-  return [plan, ...(plan.Plans ?? []).flatMap(nodes)];
-}
-
 describe('stuck predicates at 100,000 executions', () => {
   it('the data looks like production: every reason has cases', async () => {
     const [count] = await t.query(`SELECT count(*)::int AS n FROM "WorkflowExecution"`);
@@ -93,9 +82,8 @@ describe('stuck predicates at 100,000 executions', () => {
 
   it.each(STUCK_REASONS.map((r) => [r]))('%s is answered from indexes, no sequential scan of a big table', async (reason) => {
     const query = stuckQuery(reason, { projectId, graceSeconds: 60 });
-    const [row] = await t.db.$queryRaw<{ 'QUERY PLAN': [{ Plan: PlanNode }] }[]>`EXPLAIN (FORMAT JSON) ${query}`;
-    const plan = row!['QUERY PLAN'][0].Plan;
-    const all = nodes(plan);
+    const plan = await explain(t.db, query);
+    const all = planNodes(plan);
     const seqScans = all.filter((n) => n['Node Type'] === 'Seq Scan' && BIG_TABLES.includes(n['Relation Name'] ?? ''));
     expect(seqScans, JSON.stringify(all.map((n) => [n['Node Type'], n['Relation Name'], n['Index Name']]))).toEqual([]);
     const indexes = all.map((n) => n['Index Name']).filter(Boolean);
@@ -109,4 +97,3 @@ describe('stuck predicates at 100,000 executions', () => {
   });
 });
 
-void Prisma;

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeDb } from '../../server/db';
 import {
   checkInvariants,
   createEngineContext,
@@ -8,9 +7,9 @@ import {
   trackEvent,
 } from '../../server/engine';
 import { claimReadySteps, claimStep } from '../../server/engine/claims';
-import { runClaimedStep } from '../../server/engine/runner';
 import { applyRepair, countStuck, listStuck, previewRepair, type RepairAction, type StuckReason } from '../../server/repair';
 import { freshDatabase, type TestDatabase } from '../support/database';
+import { runStepsOnly } from '../support/drive';
 import { createContact, createProject, delayWorkflow, waitWorkflow, workflowFrom } from '../support/fixtures';
 import { startWorkerProcess, waitFor } from '../support/processes';
 
@@ -48,23 +47,6 @@ async function repair(action: RepairAction, target: { executionId?: string; even
   );
   expect(result).toMatchObject({ ok: true });
   return { preview, result };
-}
-
-/** Run RUNNING executions up to their waits, leaving timers alone (no timer worker). */
-async function runStepsOnly() {
-  const ctx = createEngineContext(t.db);
-  for (;;) {
-    const { claims } = await claimReadySteps(t.db, { limit: 50, leaseSeconds: 30 });
-    if (!claims.length) return;
-    for (const c of claims) {
-      let run = await runClaimedStep(ctx, c);
-      while (run.continueAt !== null) {
-        const next = await claimStep(t.db, { executionId: c.executionId, expectedVersion: run.continueAt, leaseSeconds: 30 });
-        if (!next.won) break;
-        run = await runClaimedStep(ctx, next.claim);
-      }
-    }
-  }
 }
 
 const idOf = (r: unknown) => (r as { executionId: string }).executionId;
@@ -113,7 +95,7 @@ describe('stuck reasons, made as in production, and their repairs', () => {
   it('WAIT_OVERDUE: a wait whose timeout nobody processed; FORCE_TIMEOUT takes the TIMEOUT branch', async () => {
     const wf = await workflowFrom(t.db, projectId, waitWorkflow({ name: 'overdue' }, 1));
     const id = idOf(await enroll(t.db, { projectId, workflowId: wf.id, email: 'overdue@example.com' }));
-    await runStepsOnly();
+    await runStepsOnly(t.db);
     await new Promise((r) => setTimeout(r, 1100));
     expect(await reasonsOf(id)).toEqual(['WAIT_OVERDUE']);
     const { preview } = await repair('FORCE_TIMEOUT', { executionId: id });
@@ -131,7 +113,7 @@ describe('stuck reasons, made as in production, and their repairs', () => {
   it('CONTINUATION_PENDING: a worker crashed between claiming a timeout and advancing; RESUME_CONTINUATION, and a second one replays nothing', async () => {
     const wf = await workflowFrom(t.db, projectId, waitWorkflow({ name: 'crash' }, 0));
     const id = idOf(await enroll(t.db, { projectId, workflowId: wf.id, email: 'crash@example.com' }));
-    await runStepsOnly();
+    await runStepsOnly(t.db);
     const crasher = await startWorkerProcess(t.url, { concurrency: 1, env: { WAYPOST_FAULT_CRASH_AFTER_WAIT_CLAIM: '1' } });
     expect(await crasher.exited).toBeNull(); // killed itself with SIGKILL after the claim
     expect(await reasonsOf(id)).toEqual(['CONTINUATION_PENDING']);
@@ -217,7 +199,7 @@ describe('stuck reasons, made as in production, and their repairs', () => {
     const id = idOf(await enroll(t.db, { projectId, workflowId: wf.id, contactId: contact.id }));
     // Its worker died while setting up the wait: the wait is not parked, so every dispatch
     // of the contact's "purchase" event must retry, until the event is dead-lettered.
-    await runStepsOnly();
+    await runStepsOnly(t.db);
     const wait = await t.db.stepExecution.findFirstOrThrow({ where: { executionId: id, status: 'WAITING' } });
     await t.db.$executeRaw`
       UPDATE "StepExecution" SET status = 'RUNNING', "leaseExpiresAt" = now() - interval '1 minute', "claimToken" = gen_random_uuid()
@@ -235,7 +217,7 @@ describe('stuck reasons, made as in production, and their repairs', () => {
 
     // Fix the cause (the stalled step gets a new attempt and parks), then redrive.
     await repair('RETRY_STEP', { executionId: id });
-    await runStepsOnly();
+    await runStepsOnly(t.db);
     await repair('REDRIVE_EVENT', { eventId });
     await runWorkerOnce(createEngineContext(t.db));
     const resolved = await t.db.stepExecution.findFirstOrThrow({ where: { executionId: id, resolvedBy: { not: null } } });
@@ -254,9 +236,4 @@ describe('stuck reasons, made as in production, and their repairs', () => {
     const other = await createProject(t.db);
     expect((await listStuck(t.db, { projectId: other.id, graceSeconds: 0, limit: 50 })).items).toEqual([]);
   });
-});
-
-afterAll(async () => {
-  // nothing else to close: each worker process above was killed or exited by itself
-  void closeDb;
 });
