@@ -470,11 +470,14 @@ export async function claimWait(
     ), w AS (
       UPDATE "StepExecution" s
          SET "resolvedBy" = ${opts.resolvedBy}::"WaitResolver", "resolvedAt" = now(),
-             "resolvedBranch" = ${opts.branch}, "resumeEventId" = ${opts.eventId ?? null}::uuid
-        FROM locked
+             -- A DELAY has one way on (the plain next), whatever the caller named.
+             "resolvedBranch" = CASE WHEN ws.type = 'DELAY' THEN NULL ELSE ${opts.branch} END,
+             "resumeEventId" = ${opts.eventId ?? null}::uuid
+        FROM locked, "WorkflowStep" ws
        WHERE s.id = ${opts.stepExecutionId}::uuid AND s.status = 'WAITING' AND s."resolvedBy" IS NULL
          AND (${opts.resolvedBy} <> 'TIMEOUT' OR s."dueAt" <= now())
          AND s."executionId" = locked.id AND locked.status = 'WAITING' AND locked."currentStepId" = s."stepId"
+         AND ws.id = s."stepId"
          AND (${opts.expectedVersion ?? null}::int IS NULL OR locked.version = ${opts.expectedVersion ?? null}::int)
       RETURNING s.id, s."executionId", s."stepId", s."resolvedBy", s."resolvedBranch"
     ), exec AS (

@@ -221,14 +221,10 @@ export async function resolveWait(
     contextPatch?: Record<string, unknown>;
   },
 ): Promise<ResumeResult> {
-  const state = await ctx.db.$queryRaw<{ type: string }[]>`
-    SELECT ws.type::text AS type FROM "StepExecution" s JOIN "WorkflowStep" ws ON ws.id = s."stepId"
-     WHERE s.id = ${opts.stepExecutionId}::uuid`;
-  const branch = state[0]?.type === 'DELAY' ? null : opts.branch;
   const claimed = await claimWait(ctx.db, {
     stepExecutionId: opts.stepExecutionId,
     resolvedBy: opts.resolvedBy,
-    branch,
+    branch: opts.branch,
     eventId: opts.eventId ?? null,
     expectedVersion: opts.expectedVersion ?? null,
   });
@@ -239,7 +235,7 @@ export async function resolveWait(
   return {
     resumed: true,
     executionId: claimed.wait.executionId,
-    branch,
+    branch: claimed.wait.branch,
     version: advanced.version ?? claimed.wait.version,
   };
 }
