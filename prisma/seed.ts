@@ -3,13 +3,12 @@ import type { Db } from '../server/db';
 import {
   createEngineContext,
   createWorkflow,
-  dispatchEvent,
   enroll,
   runWorkerOnce,
   trackEvent,
   type WorkflowInput,
 } from '../server/engine';
-import { claimStep } from '../server/engine/claims';
+import { claimEventDispatch, claimStep, failEventDispatch } from '../server/engine/claims';
 import { runClaimedStep } from '../server/engine/runner';
 
 // The demo project: one user per role, contacts, workflows and executions in several
@@ -215,9 +214,17 @@ export async function seedDemo(db: Db): Promise<{ created: boolean; logins: Demo
       { dispatch: false },
     );
     if (purchase.ok) {
+      // Its dispatches ran on the same crashing workers: each attempt failed, with backoff,
+      // until the last one dead-lettered it.
       for (let attempt = 0; attempt < ctx.config.eventMaxAttempts; attempt++) {
-        await db.$executeRaw`UPDATE "Event" SET "nextDispatchAt" = now() WHERE id = ${purchase.eventId}::uuid AND "deadAt" IS NULL`;
-        await dispatchEvent(ctx, purchase.eventId).catch(() => null);
+        const owner = `worker:demo-${attempt}`;
+        if (!(await claimEventDispatch(db, { eventId: purchase.eventId, owner, leaseSeconds: 30 }))) break;
+        await failEventDispatch(db, {
+          eventId: purchase.eventId,
+          owner,
+          error: 'dispatch aborted: the worker process was killed (out of memory in "Wait for a purchase")',
+          maxAttempts: ctx.config.eventMaxAttempts,
+        });
       }
     }
   }

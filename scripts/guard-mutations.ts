@@ -125,6 +125,85 @@ const MUTATIONS: Mutation[] = [
     scenario: 'its lease expires',
     rounds: 2,
   },
+  {
+    guard: 'a parking WAIT_FOR_EVENT holds its event channel before it looks back (I7)',
+    edits: [
+      {
+        file: 'server/engine/runner.ts',
+        find: `        await lockEventChannel(tx, { contactId: claim.contactId, eventName });
+`,
+        replace: ``,
+      },
+    ],
+    test: 'test/race/event-delivery.test.ts',
+    scenario: 'a wait being claimed or parked while its event is accepted',
+    rounds: 10,
+  },
+  {
+    guard: 'a parking WAIT_FOR_EVENT looks back for an event accepted since it began (I7)',
+    edits: [
+      {
+        file: 'server/engine/claims.ts',
+        find: `       WHERE \${awaitEvent}::text IS NOT NULL AND ev.name = \${awaitEvent}::text`,
+        replace: `       WHERE false AND ev.name = \${awaitEvent}::text`,
+      },
+    ],
+    test: 'test/race/event-delivery.test.ts',
+    scenario: 'a wait being claimed or parked while its event is accepted',
+    rounds: 4,
+  },
+  {
+    guard: 'the timer try-locks the event channel before it looks back (event time decides)',
+    edits: [
+      {
+        file: 'server/engine/claims.ts',
+        find: `        OR pg_try_advisory_xact_lock(\${eventChannelKey(Prisma.sql\`locked."contactId"\`, Prisma.sql\`ws.config->>'eventName'\`)})\``,
+        replace: `        OR true\``,
+      },
+    ],
+    test: 'test/race/event-delivery.test.ts',
+    scenario: 'the timer racing events accepted around the deadline',
+  },
+  {
+    guard: 'an event holds its channel while it is accepted (event time decides)',
+    edits: [
+      {
+        file: 'server/engine/claims.ts',
+        find: `      SELECT pg_advisory_xact_lock(\${eventChannelKey(Prisma.sql\`\${e.contactId}::uuid\`, Prisma.sql\`\${e.name}::text\`)})
+       WHERE`,
+        replace: `      SELECT 1
+       WHERE`,
+      },
+    ],
+    test: 'test/race/event-delivery.test.ts',
+    scenario: 'the timer racing events accepted around the deadline',
+  },
+  {
+    guard: 'the timer takes an event accepted before the deadline (event time decides)',
+    edits: [
+      {
+        file: 'server/engine/claims.ts',
+        find: `           WHERE ws.type = 'WAIT_FOR_EVENT' AND ev."contactId" = e."contactId"`,
+        replace: `           WHERE false AND ev."contactId" = e."contactId"`,
+      },
+    ],
+    test: 'test/race/event-delivery.test.ts',
+    scenario: 'the timer fires before its dispatch',
+    rounds: 1,
+  },
+  {
+    guard: 'an event accepted after the deadline never resumes the wait (event time decides)',
+    edits: [
+      {
+        file: 'server/engine/claims.ts',
+        find: `         AND s."startedAt" <= ev."createdAt" AND ev."createdAt" < s."dueAt"`,
+        replace: `         AND s."startedAt" <= ev."createdAt"`,
+      },
+    ],
+    test: 'test/race/event-delivery.test.ts',
+    scenario: 'never resumes the wait, even while the timer lags',
+    rounds: 1,
+  },
 ];
 
 function applyEdits(m: Mutation): Map<string, string> {
@@ -145,8 +224,12 @@ function restore(originals: Map<string, string>) {
   for (const [file, text] of originals) writeFileSync(file, text);
 }
 
+// `npm run test:mutations -- event-delivery` runs only the guards whose test or guard text matches.
+const only = process.argv[2];
+const selected = only ? MUTATIONS.filter((m) => m.test.includes(only) || m.guard.includes(only)) : MUTATIONS;
+
 let survivors = 0;
-for (const m of MUTATIONS) {
+for (const m of selected) {
   const originals = applyEdits(m);
   const started = Date.now();
   let failed = false;
@@ -170,5 +253,5 @@ for (const m of MUTATIONS) {
   console.log(`${failed ? 'caught ' : 'MISSED '} ${m.guard}  [scenario "${m.scenario}", ${seconds} s]`);
   if (evidence) console.log(`         ${evidence.slice(0, 200)}`);
 }
-console.log(`${MUTATIONS.length - survivors} passed, ${survivors} failed`);
+console.log(`${selected.length - survivors} passed, ${survivors} failed`);
 process.exit(survivors === 0 ? 0 : 1);

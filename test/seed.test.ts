@@ -38,7 +38,7 @@ describe('demo seed', () => {
     const stuck = await countStuck(t.db, { projectId: project.id, graceSeconds: 0 });
     expect(stuck).toMatchObject({ FAILED: 1, EVENT_DEAD: 1, LEASE_EXPIRED: 1 });
     const dead = await t.db.event.findFirstOrThrow({ where: { deadAt: { not: null } } });
-    expect(dead).toMatchObject({ name: 'purchase', dispatchAttempts: 8, lastError: expect.stringMatching(/being set up/) });
+    expect(dead).toMatchObject({ name: 'purchase', dispatchAttempts: 8, lastError: expect.stringMatching(/worker process was killed/) });
     expect(await t.db.message.count({ where: { status: 'SENT' } })).toBeGreaterThanOrEqual(10);
     for (const inv of await checkInvariants(t.db)) expect(inv, inv.id).toMatchObject({ violations: 0 });
   });

@@ -320,17 +320,48 @@ export async function advanceExecution(db: DbTx, claim: StepClaim, a: Advance): 
   return { won: true, version: row.version, messageQueued: Number(row.messages) > 0 };
 }
 
+/** A tracked event as a resolved wait hands it on (for the execution's context). */
+export interface ResumeEvent {
+  id: string;
+  name: string;
+  data: unknown;
+  createdAt: Date;
+}
+
+export type ParkResult =
+  | Won<{
+      version: number;
+      messageQueued: false;
+      /**
+       * Set when a WAIT_FOR_EVENT parked already resolved: its event had been accepted
+       * since the wait began. The execution is WAITING with the wait resolved by EVENT;
+       * the caller advances it (or the continuation sweeper does).
+       */
+      resumeEvent: ResumeEvent | null;
+    }>
+  | Lost<ExecutionState | null>;
+
 /**
- * I6 (and the timer of I4): park a claimed DELAY or WAIT_FOR_EVENT step. The step row
+ * I6, I7 (and the timer of I4): park a claimed DELAY or WAIT_FOR_EVENT step. The step row
  * becomes WAITING with its dueAt (the row is the timer) and the execution WAITING, in
  * one statement fenced by version and claim token: no separate timer store to lose.
+ *
+ * A WAIT_FOR_EVENT (`awaitEvent` given) also looks back, in the same statement, for an
+ * event of its contact with that name accepted inside its window [startedAt, dueAt) and
+ * not consumed by this execution yet: one that arrived while the wait was being set up,
+ * retried or redriven. It then parks already resolved by EVENT. The caller must hold
+ * lockEventChannel for (contact, name) in this transaction, taken in an earlier
+ * statement, so this statement's snapshot sees every event accepted before it, and an
+ * event accepted after it waits for our commit and then finds the wait parked.
  */
 export async function parkExecution(
   db: DbTx,
   claim: StepClaim,
-  opts: { dueInSeconds: number; output: Record<string, unknown> },
-): Promise<CompleteResult> {
-  const rows = await db.$queryRaw<{ version: number }[]>`
+  opts: { dueInSeconds: number; output: Record<string, unknown>; awaitEvent?: string | null },
+): Promise<ParkResult> {
+  const awaitEvent = opts.awaitEvent ?? null;
+  const rows = await db.$queryRaw<{ version: number; eventId: string | null; name: string; data: unknown; createdAt: Date }[]>`
+    -- parkExecution
     WITH exec AS (
       UPDATE "WorkflowExecution" e
          SET version = e.version + 1, status = 'WAITING', "readyAt" = NULL, "updatedAt" = now()
@@ -339,19 +370,36 @@ export async function parkExecution(
          AND EXISTS (SELECT 1 FROM "StepExecution" s
                       WHERE s.id = ${claim.stepExecutionId}::uuid AND s."claimToken" = ${claim.claimToken}::uuid
                         AND s.status = 'RUNNING')
-      RETURNING e.id, e.version
+      RETURNING e.id, e.version, e."projectId", e."contactId"
+    ), match AS (
+      SELECT ev.id, ev.name, ev.data, ev."createdAt"
+        FROM exec
+        JOIN "StepExecution" w ON w.id = ${claim.stepExecutionId}::uuid
+        JOIN "Event" ev ON ev."contactId" = exec."contactId" AND ev."projectId" = exec."projectId"
+       WHERE ${awaitEvent}::text IS NOT NULL AND ev.name = ${awaitEvent}::text
+         AND ev."createdAt" >= w."startedAt"
+         AND ev."createdAt" < now() + ${opts.dueInSeconds}::float8 * interval '1 second'
+         AND ${notConsumedBy(Prisma.sql`exec.id`)}
+       ORDER BY ev."createdAt", ev.id
+       LIMIT 1
     ), step AS (
       UPDATE "StepExecution" s
          SET status = 'WAITING', "dueAt" = now() + ${opts.dueInSeconds}::float8 * interval '1 second',
-             "leaseExpiresAt" = NULL, output = ${JSON.stringify(opts.output)}::jsonb
-        FROM exec
+             "leaseExpiresAt" = NULL, output = ${JSON.stringify(opts.output)}::jsonb,
+             "resolvedBy" = CASE WHEN match.id IS NOT NULL THEN 'EVENT'::"WaitResolver" END,
+             "resolvedAt" = CASE WHEN match.id IS NOT NULL THEN now() END,
+             "resolvedBranch" = CASE WHEN match.id IS NOT NULL THEN 'EVENT' END,
+             "resumeEventId" = match.id
+        FROM exec LEFT JOIN match ON true
        WHERE s.id = ${claim.stepExecutionId}::uuid AND s."claimToken" = ${claim.claimToken}::uuid AND s.status = 'RUNNING'
       RETURNING s.id
     )
-    SELECT exec.version FROM exec`;
+    SELECT exec.version, match.id AS "eventId", match.name, match.data, match."createdAt"
+      FROM exec LEFT JOIN match ON true`;
   const row = rows[0];
   if (!row) return { won: false, current: await readExecutionState(db, claim.executionId) };
-  return { won: true, version: row.version, messageQueued: false };
+  const resumeEvent = row.eventId ? { id: row.eventId, name: row.name, data: row.data, createdAt: row.createdAt } : null;
+  return { won: true, version: row.version, messageQueued: false, resumeEvent };
 }
 
 /**
@@ -494,34 +542,78 @@ export async function claimWait(
   return { won: false, current: await readWaitState(db, opts.stepExecutionId) };
 }
 
+// Event time decides (DESIGN.md section 4): an event accepted inside a wait's window
+// [startedAt, dueAt) resumes it by EVENT, however late its dispatch runs or however early
+// the timer fires; one accepted at or after dueAt never does. Three parties meet on that
+// rule: the event's dispatch (claimWaitsForEvent), the wait parking (parkExecution looks
+// back) and the timer (claimDueWaits looks back). They serialise on one lock per
+// (contact, event name), the event channel: storeEvent takes it while inserting an event
+// and stamps createdAt after it, a parking wait and the timer take it before the
+// statement that looks back, so a look-back can never miss an event accepted before it.
+
+/** The event channel's advisory-lock key: one per (contact, event name). */
+function eventChannelKey(contactId: Prisma.Sql, eventName: Prisma.Sql): Prisma.Sql {
+  return Prisma.sql`hashtextextended((${contactId})::text || '/' || (${eventName})::text, 7)`;
+}
+
+/** An event not yet consumed (as resumeEventId) by any wait of execution `executionId`. */
+function notConsumedBy(executionId: Prisma.Sql): Prisma.Sql {
+  return Prisma.sql`NOT EXISTS (SELECT 1 FROM "StepExecution" c
+                     WHERE c."executionId" = ${executionId} AND c."resumeEventId" = ev.id)`;
+}
+
 /**
- * I4: the timer. Resolve up to `limit` waits whose dueAt has passed by TIMEOUT, skipping
- * rows another worker holds; an event resolving the same row concurrently either wins
- * first (the row no longer matches) or waits for this statement and then loses.
+ * Hold the event channel of (contact, event name) until this transaction ends; a
+ * WAIT_FOR_EVENT takes it in the statement before parkExecution. Inside a transaction
+ * only: outside one the lock ends with the statement.
  */
-export async function claimDueWaits(db: DbTx, opts: { limit: number }): Promise<WaitClaim[]> {
-  // Both locks are taken with SKIP LOCKED: the timer never waits on a row, so it cannot
-  // join a deadlock with the claims that lock an execution and then wait for its step.
-  return db.$queryRaw<WaitClaim[]>`
-    WITH due AS (
+export async function lockEventChannel(db: DbTx, opts: { contactId: string; eventName: string }): Promise<void> {
+  await db.$queryRaw`
+    -- lockEventChannel
+    SELECT pg_advisory_xact_lock(${eventChannelKey(Prisma.sql`${opts.contactId}::uuid`, Prisma.sql`${opts.eventName}::text`)})::text AS locked`;
+}
+
+export interface EventWaitClaim extends WaitClaim {
+  resumeEventId: string;
+}
+
+/**
+ * I4 (event time decides): an event's dispatch resolves, by EVENT, every parked wait of
+ * its contact for its name whose window [startedAt, dueAt) holds the event's acceptance
+ * time, in one statement. The same CAS as claimWait (WAITING, resolvedBy IS NULL, after
+ * the execution row is locked, executions in id order), so it races the timer, other
+ * dispatchers and operators fairly. A wait not parked yet is no loss: parkExecution
+ * looks back for the event when it parks.
+ */
+export async function claimWaitsForEvent(
+  db: DbTx,
+  event: { id: string; projectId: string; contactId: string; name: string; createdAt: Date },
+): Promise<EventWaitClaim[]> {
+  return db.$queryRaw<EventWaitClaim[]>`
+    -- claimWaitsForEvent
+    WITH candidate AS (
       SELECT s.id, s."executionId" FROM "StepExecution" s
-       WHERE s.status = 'WAITING' AND s."resolvedBy" IS NULL AND s."dueAt" <= now()
-       ORDER BY s."dueAt"
-       LIMIT ${opts.limit}::int
-       FOR UPDATE SKIP LOCKED
+        JOIN "WorkflowExecution" e ON e.id = s."executionId" AND e."currentStepId" = s."stepId"
+        JOIN "WorkflowStep" ws ON ws.id = s."stepId"
+        JOIN "Event" ev ON ev.id = ${event.id}::uuid
+       WHERE e."contactId" = ${event.contactId}::uuid AND e."projectId" = ${event.projectId}::uuid
+         AND e.status = 'WAITING' AND s.status = 'WAITING' AND s."resolvedBy" IS NULL
+         AND ws.type = 'WAIT_FOR_EVENT' AND ws.config->>'eventName' = ${event.name}
+         AND s."startedAt" <= ev."createdAt" AND ev."createdAt" < s."dueAt"
+         AND ${notConsumedBy(Prisma.sql`e.id`)}
     ), locked AS (
       SELECT e.id, e.status, e."currentStepId" FROM "WorkflowExecution" e
-       WHERE e.id IN (SELECT "executionId" FROM due)
-       FOR UPDATE SKIP LOCKED
+       WHERE e.id IN (SELECT "executionId" FROM candidate)
+       ORDER BY e.id
+       FOR UPDATE
     ), w AS (
       UPDATE "StepExecution" s
-         SET "resolvedBy" = 'TIMEOUT', "resolvedAt" = now(),
-             "resolvedBranch" = CASE WHEN ws.type = 'WAIT_FOR_EVENT' THEN 'TIMEOUT' END
-        FROM due, locked, "WorkflowStep" ws
-       WHERE s.id = due.id AND locked.id = due."executionId" AND ws.id = s."stepId"
+         SET "resolvedBy" = 'EVENT', "resolvedAt" = now(), "resolvedBranch" = 'EVENT', "resumeEventId" = ${event.id}::uuid
+        FROM candidate, locked
+       WHERE s.id = candidate.id AND locked.id = candidate."executionId"
          AND s.status = 'WAITING' AND s."resolvedBy" IS NULL
          AND locked.status = 'WAITING' AND locked."currentStepId" = s."stepId"
-      RETURNING s.id, s."executionId", s."stepId", s."resolvedBranch"
+      RETURNING s.id, s."executionId", s."stepId"
     ), exec AS (
       UPDATE "WorkflowExecution" e
          SET version = e.version + 1, "updatedAt" = now()
@@ -530,8 +622,97 @@ export async function claimDueWaits(db: DbTx, opts: { limit: number }): Promise<
       RETURNING e.id, e.version, e."workflowId"
     )
     SELECT exec.id AS "executionId", exec.version, w.id AS "stepExecutionId", w."stepId", exec."workflowId",
-           'TIMEOUT' AS "resolvedBy", w."resolvedBranch" AS branch
+           'EVENT' AS "resolvedBy", 'EVENT' AS branch, ${event.id}::uuid AS "resumeEventId"
       FROM w JOIN exec ON exec.id = w."executionId"`;
+}
+
+/**
+ * The timer's first statement: lock up to `limit` due, unresolved waits (step row, then
+ * execution row, both SKIP LOCKED: the timer never waits on a row, so it joins no
+ * deadlock) and, for a WAIT_FOR_EVENT, its event channel (try-lock: a channel busy
+ * with an event being accepted is left for the next pass). Holding the channel is what
+ * lets claimDueWaits, in the next statement of the same transaction, see every event
+ * accepted before the deadline. Inside a transaction only.
+ */
+export async function lockDueWaits(db: DbTx, opts: { limit: number }): Promise<string[]> {
+  const rows = await db.$queryRaw<{ id: string }[]>`
+    -- lockDueWaits
+    WITH due AS (
+      SELECT s.id, s."executionId", s."stepId" FROM "StepExecution" s
+       WHERE s.status = 'WAITING' AND s."resolvedBy" IS NULL AND s."dueAt" <= now()
+       ORDER BY s."dueAt"
+       LIMIT ${opts.limit}::int
+       FOR UPDATE SKIP LOCKED
+    ), locked AS (
+      SELECT e.id, e.status, e."currentStepId", e."contactId" FROM "WorkflowExecution" e
+       WHERE e.id IN (SELECT "executionId" FROM due)
+       FOR UPDATE SKIP LOCKED
+    )
+    SELECT due.id
+      FROM due
+      JOIN locked ON locked.id = due."executionId" AND locked.status = 'WAITING' AND locked."currentStepId" = due."stepId"
+      JOIN "WorkflowStep" ws ON ws.id = due."stepId"
+     WHERE ws.type <> 'WAIT_FOR_EVENT'
+        OR pg_try_advisory_xact_lock(${eventChannelKey(Prisma.sql`locked."contactId"`, Prisma.sql`ws.config->>'eventName'`)})`;
+  return rows.map((r) => r.id);
+}
+
+export interface DueWaitClaim extends WaitClaim {
+  resumeEvent: ResumeEvent | null;
+}
+
+/**
+ * I4: the timer's second statement, on the waits lockDueWaits locked in this
+ * transaction. A DELAY elapses; a WAIT_FOR_EVENT first takes the earliest event of its
+ * contact accepted inside its window [startedAt, dueAt) and not consumed by the
+ * execution (its dispatch is late or failed) and resolves by EVENT; with none, it
+ * resolves by TIMEOUT. The same CAS as every resolution (WAITING, resolvedBy IS NULL).
+ */
+export async function claimDueWaits(db: DbTx, opts: { stepExecutionIds: string[] }): Promise<DueWaitClaim[]> {
+  if (opts.stepExecutionIds.length === 0) return [];
+  const rows = await db.$queryRaw<(WaitClaim & { eventId: string | null; eventName: string; eventData: unknown; eventAt: Date })[]>`
+    -- claimDueWaits
+    WITH due AS (
+      SELECT s.id, s."executionId", ws.type, m.id AS "eventId"
+        FROM "StepExecution" s
+        JOIN "WorkflowStep" ws ON ws.id = s."stepId"
+        JOIN "WorkflowExecution" e ON e.id = s."executionId" AND e."currentStepId" = s."stepId"
+        LEFT JOIN LATERAL (
+          SELECT ev.id FROM "Event" ev
+           WHERE ws.type = 'WAIT_FOR_EVENT' AND ev."contactId" = e."contactId" AND ev."projectId" = e."projectId"
+             AND ev.name = ws.config->>'eventName'
+             AND ev."createdAt" >= s."startedAt" AND ev."createdAt" < s."dueAt"
+             AND ${notConsumedBy(Prisma.sql`e.id`)}
+           ORDER BY ev."createdAt", ev.id
+           LIMIT 1) m ON true
+       WHERE s.id = ANY(${opts.stepExecutionIds}::uuid[]) AND s.status = 'WAITING' AND s."resolvedBy" IS NULL
+         AND s."dueAt" <= now() AND e.status = 'WAITING'
+    ), w AS (
+      UPDATE "StepExecution" s
+         SET "resolvedBy" = CASE WHEN due."eventId" IS NULL THEN 'TIMEOUT' ELSE 'EVENT' END::"WaitResolver",
+             "resolvedAt" = now(),
+             "resolvedBranch" = CASE WHEN due.type <> 'WAIT_FOR_EVENT' THEN NULL
+                                     WHEN due."eventId" IS NULL THEN 'TIMEOUT' ELSE 'EVENT' END,
+             "resumeEventId" = due."eventId"
+        FROM due
+       WHERE s.id = due.id AND s.status = 'WAITING' AND s."resolvedBy" IS NULL
+      RETURNING s.id, s."executionId", s."stepId", s."resolvedBy", s."resolvedBranch", s."resumeEventId"
+    ), exec AS (
+      UPDATE "WorkflowExecution" e
+         SET version = e.version + 1, "updatedAt" = now()
+        FROM w
+       WHERE e.id = w."executionId" AND e.status = 'WAITING' AND e."currentStepId" = w."stepId"
+      RETURNING e.id, e.version, e."workflowId"
+    )
+    SELECT exec.id AS "executionId", exec.version, w.id AS "stepExecutionId", w."stepId", exec."workflowId",
+           w."resolvedBy"::text AS "resolvedBy", w."resolvedBranch" AS branch,
+           ev.id AS "eventId", ev.name AS "eventName", ev.data AS "eventData", ev."createdAt" AS "eventAt"
+      FROM w JOIN exec ON exec.id = w."executionId"
+      LEFT JOIN "Event" ev ON ev.id = w."resumeEventId"`;
+  return rows.map(({ eventId, eventName, eventData, eventAt, ...wait }) => ({
+    ...wait,
+    resumeEvent: eventId ? { id: eventId, name: eventName, data: eventData, createdAt: eventAt } : null,
+  }));
 }
 
 /**
@@ -618,6 +799,39 @@ export interface EventRow {
   data: Record<string, unknown>;
   createdAt: Date;
   dispatchAttempts: number;
+}
+
+/**
+ * I7 (accepted means durable; I3's source events): store a tracked event, once per
+ * idempotency key (ON CONFLICT DO NOTHING; the caller reads the first one back). An event
+ * of a contact holds the contact's event channel while it is inserted and takes its
+ * acceptance time (createdAt) after the lock: a timer holding the channel has then
+ * either seen this event or decided before it was accepted (DESIGN.md section 4).
+ */
+export async function insertEvent(
+  db: DbTx,
+  e: {
+    projectId: string;
+    contactId: string | null;
+    name: string;
+    data: Record<string, unknown>;
+    idempotencyKey: string | null;
+    dispatchInSeconds: number;
+  },
+): Promise<string | null> {
+  const rows = await db.$queryRaw<{ id: string }[]>`
+    -- insertEvent
+    WITH channel AS MATERIALIZED (
+      SELECT pg_advisory_xact_lock(${eventChannelKey(Prisma.sql`${e.contactId}::uuid`, Prisma.sql`${e.name}::text`)})
+       WHERE ${e.contactId}::uuid IS NOT NULL
+    )
+    INSERT INTO "Event" (id, "projectId", "contactId", name, data, "idempotencyKey", "createdAt", "nextDispatchAt")
+    SELECT gen_random_uuid(), ${e.projectId}::uuid, ${e.contactId}::uuid, ${e.name}::text, ${JSON.stringify(e.data)}::jsonb,
+           ${e.idempotencyKey}::text, clock_timestamp(), clock_timestamp() + ${e.dispatchInSeconds}::float8 * interval '1 second'
+      FROM (SELECT count(*) FROM channel) locked
+    ON CONFLICT ("projectId", "idempotencyKey") DO NOTHING
+    RETURNING id`;
+  return rows[0]?.id ?? null;
 }
 
 /**

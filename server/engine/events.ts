@@ -2,14 +2,16 @@ import type { DbTx } from '../db';
 import {
   claimDueEvents,
   claimEventDispatch,
+  claimWaitsForEvent,
   completeEventDispatch,
   failEventDispatch,
+  insertEvent,
   type EventRow,
 } from './claims';
 import { resolveContact } from './contacts';
 import type { EngineContext } from './context';
 import { enroll, type EnrollResult } from './enrollment';
-import { eventContextPatch, resolveWait, type ResumeResult } from './runner';
+import { continueAfterWait, eventContextPatch, type ResumeResult } from './runner';
 import { notifyWorkers } from './wakeup';
 
 // Tracked events go through an outbox: the event row is stored first (accepted means
@@ -29,10 +31,6 @@ export interface TrackEventInput {
 export type TrackEventResult =
   | { ok: true; eventId: string; duplicate: boolean }
   | { ok: false; reason: 'CONTACT_NOT_FOUND' };
-
-export class RetryableDispatchError extends Error {
-  override name = 'RetryableDispatchError';
-}
 
 /** Store an event (idempotent per idempotencyKey), then dispatch it inline unless told not to. */
 export async function trackEvent(
@@ -62,14 +60,15 @@ export async function storeEvent(
   const contact = await resolveContact(db, input.projectId, { contactId: input.contactId, email: input.email });
   if (contact === null) return { ok: false, reason: 'CONTACT_NOT_FOUND' };
   const contactId = contact === 'none' ? null : contact;
-  const rows = await db.$queryRaw<{ id: string }[]>`
-    INSERT INTO "Event" (id, "projectId", "contactId", name, data, "idempotencyKey", "createdAt", "nextDispatchAt")
-    VALUES (gen_random_uuid(), ${input.projectId}::uuid, ${contactId}::uuid, ${input.name},
-            ${JSON.stringify(input.data ?? {})}::jsonb, ${input.idempotencyKey ?? null}, now(),
-            now() + ${inlineDispatchSeconds}::float8 * interval '1 second')
-    ON CONFLICT ("projectId", "idempotencyKey") DO NOTHING
-    RETURNING id`;
-  if (rows[0]) return { ok: true, eventId: rows[0].id, duplicate: false };
+  const eventId = await insertEvent(db, {
+    projectId: input.projectId,
+    contactId,
+    name: input.name,
+    data: input.data ?? {},
+    idempotencyKey: input.idempotencyKey ?? null,
+    dispatchInSeconds: inlineDispatchSeconds,
+  });
+  if (eventId) return { ok: true, eventId, duplicate: false };
   const [existing] = await db.$queryRaw<{ id: string }[]>`
     SELECT id FROM "Event" WHERE "projectId" = ${input.projectId}::uuid AND "idempotencyKey" = ${input.idempotencyKey ?? null}`;
   return { ok: true, eventId: existing!.id, duplicate: true };
@@ -118,12 +117,6 @@ async function deliverClaimedEvent(ctx: EngineContext, event: EventRow): Promise
   }
 }
 
-interface MatchingWait {
-  stepExecutionId: string;
-  executionId: string;
-  parked: boolean;
-}
-
 async function deliverEvent(ctx: EngineContext, event: EventRow): Promise<DispatchSummary> {
   const summary: DispatchSummary = { eventId: event.id, enrollments: [], resumed: [] };
   if (!event.contactId) return summary;
@@ -143,35 +136,18 @@ async function deliverEvent(ctx: EngineContext, event: EventRow): Promise<Dispat
     summary.enrollments.push({ workflowId: wf.id, result });
   }
 
-  // Waits of this contact for this event name that had begun (their step claimed) when
-  // the event happened: however late the dispatch runs, an event never resolves a wait
-  // that started after it. A wait still being parked (claimed, not yet WAITING) would
-  // miss the event: retry the dispatch shortly instead, when the wait is in place.
-  const waits = await ctx.db.$queryRaw<MatchingWait[]>`
-    SELECT s.id AS "stepExecutionId", e.id AS "executionId", s.status = 'WAITING' AS parked
-      FROM "WorkflowExecution" e
-      JOIN "WorkflowStep" ws ON ws.id = e."currentStepId"
-      JOIN "StepExecution" s ON s."executionId" = e.id AND s."stepId" = e."currentStepId"
-     WHERE e."contactId" = ${event.contactId}::uuid AND e."projectId" = ${event.projectId}::uuid
-       AND e.status IN ('RUNNING', 'WAITING')
-       AND ws.type = 'WAIT_FOR_EVENT' AND ws.config->>'eventName' = ${event.name}
-       AND (s.status = 'RUNNING' OR (s.status = 'WAITING' AND s."resolvedBy" IS NULL))
-       AND s."startedAt" <= ${event.createdAt}`;
-  const parking = waits.filter((w) => !w.parked);
-  for (const wait of waits.filter((w) => w.parked)) {
-    const result = await resolveWait(ctx, {
+  // The contact's parked waits for this name whose window holds the event's acceptance
+  // time, however late this dispatch runs. A wait not parked yet (being claimed, retried,
+  // redriven) finds the event itself when it parks, so nothing is left to retry here.
+  const claimed = await claimWaitsForEvent(ctx.db, { ...event, contactId: event.contactId });
+  const patch = eventContextPatch(event);
+  for (const wait of claimed) {
+    const advanced = await continueAfterWait(ctx, wait, patch);
+    // If advancing lost, the claim stands and the continuation sweeper re-drives it.
+    summary.resumed.push({
       stepExecutionId: wait.stepExecutionId,
-      resolvedBy: 'EVENT',
-      branch: 'EVENT',
-      eventId: event.id,
-      contextPatch: eventContextPatch(event),
+      result: { resumed: true, executionId: wait.executionId, branch: wait.branch, version: advanced.version ?? wait.version },
     });
-    summary.resumed.push({ stepExecutionId: wait.stepExecutionId, result });
-  }
-  if (parking.length > 0) {
-    throw new RetryableDispatchError(
-      `${parking.length} wait(s) for "${event.name}" were being set up; retrying so they receive the event`,
-    );
   }
   return summary;
 }

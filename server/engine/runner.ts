@@ -8,9 +8,13 @@ import {
   failStep,
   failUnclaimable,
   findPendingContinuations,
+  lockDueWaits,
+  lockEventChannel,
   parkExecution,
   renewLease,
   type CompleteResult,
+  type ParkResult,
+  type ResumeEvent,
   type StepClaim,
   type WaitClaim,
   type WaitResolver,
@@ -18,6 +22,7 @@ import {
 } from './claims';
 import type { EngineContext } from './context';
 import { runStep, type StepOutcome } from './steps';
+import { inEngineTransaction } from './transaction';
 import { loadWorkflowGraph, nextStepId, stepOf, type WorkflowGraph } from './workflows';
 
 // Turning claims into progress: run a claimed step and record its outcome, resolve and
@@ -48,7 +53,7 @@ async function recordOutcome(
   graph: WorkflowGraph,
   claim: StepClaim,
   outcome: StepOutcome,
-): Promise<CompleteResult> {
+): Promise<CompleteResult | ParkResult> {
   switch (outcome.kind) {
     case 'advance': {
       const next = nextStepId(graph, claim.stepId, outcome.branch);
@@ -60,8 +65,17 @@ async function recordOutcome(
         message: outcome.message ?? null,
       });
     }
-    case 'park':
-      return parkExecution(ctx.db, claim, { dueInSeconds: outcome.dueInSeconds, output: outcome.output });
+    case 'park': {
+      const park = { dueInSeconds: outcome.dueInSeconds, output: outcome.output };
+      const eventName = outcome.eventName;
+      if (!eventName) return parkExecution(ctx.db, claim, park);
+      // A WAIT_FOR_EVENT holds its event channel while it parks and looks back, so an
+      // event accepted meanwhile is seen by one side or the other (claims.ts, "Event time decides").
+      return inEngineTransaction(ctx.db, async (tx) => {
+        await lockEventChannel(tx, { contactId: claim.contactId, eventName });
+        return parkExecution(tx, claim, { ...park, awaitEvent: eventName });
+      });
+    }
     case 'exit':
       return advanceExecution(ctx.db, claim, {
         nextStepId: claim.stepId,
@@ -78,7 +92,7 @@ async function recordOutcome(
 }
 
 export interface StepRun {
-  result: CompleteResult;
+  result: CompleteResult | ParkResult;
   /** The execution is RUNNING at its next step with this version: the caller may continue it. */
   continueAt: number | null;
 }
@@ -92,7 +106,7 @@ export async function runClaimedStep(ctx: EngineContext, claim: StepClaim): Prom
   const renewal = setInterval(() => {
     renewLease(ctx.db, claim, ctx.config.leaseSeconds).catch(() => {});
   }, Math.max(200, (ctx.config.leaseSeconds * 1000) / 3));
-  let result: CompleteResult;
+  let result: CompleteResult | ParkResult;
   let outcome: StepOutcome;
   try {
     if (PAUSE_AFTER_CLAIM_MS > 0 && (!PAUSE_STEP_TYPE || PAUSE_STEP_TYPE === step.type)) {
@@ -119,6 +133,16 @@ export async function runClaimedStep(ctx: EngineContext, claim: StepClaim): Prom
       current: result.current,
     });
     return { result, continueAt: null };
+  }
+  if ('resumeEvent' in result && result.resumeEvent) {
+    // The wait parked already resolved by an event accepted while it was being set up:
+    // go on along its EVENT branch now (if this loses, the continuation sweeper does it).
+    const advanced = await continueAfterWait(
+      ctx,
+      { executionId: claim.executionId, version: result.version, stepExecutionId: claim.stepExecutionId, stepId: claim.stepId, workflowId: claim.workflowId, branch: 'EVENT' },
+      eventContextPatch(result.resumeEvent),
+    );
+    return { result, continueAt: advanced.running ? advanced.version : null };
   }
   const continues =
     outcome.kind === 'advance' && nextStepId(graph, claim.stepId, outcome.branch) !== null;
@@ -180,7 +204,7 @@ export type ResumeResult =
   | { resumed: false; reason: 'NOT_WAITING'; state: WaitState | null };
 
 /** What a resolving event adds to the execution's context, for later CONDITION steps. */
-export function eventContextPatch(event: { name: string; data: unknown; createdAt: Date }): Record<string, unknown> {
+export function eventContextPatch(event: Pick<ResumeEvent, 'name' | 'data' | 'createdAt'>): Record<string, unknown> {
   return { lastEvent: { name: event.name, data: event.data, at: event.createdAt.toISOString() } };
 }
 
@@ -256,18 +280,25 @@ export function explainLostWait(state: WaitState | null, expectedVersion: number
   return { resumed: false, reason: 'NOT_WAITING', state };
 }
 
-/** The timer: time out due waits and delays, then advance and run what follows. */
+/**
+ * The timer: resolve due waits and delays, then advance and run what follows. A due
+ * WAIT_FOR_EVENT whose event was accepted in time (its dispatch is late) resolves by
+ * EVENT, not TIMEOUT: event time decides, not worker lag. Two statements in one
+ * transaction: lock the due rows and their event channels, then resolve them.
+ */
 export async function processDueWaits(ctx: EngineContext, limit: number): Promise<number> {
-  const waits = await claimDueWaits(ctx.db, { limit });
+  const waits = await inEngineTransaction(ctx.db, async (tx) =>
+    claimDueWaits(tx, { stepExecutionIds: await lockDueWaits(tx, { limit }) }),
+  );
   if (CRASH_AFTER_WAIT_CLAIM && waits.length > 0) process.kill(process.pid, 'SIGKILL');
   await Promise.all(
     waits.map(async (wait) => {
       try {
-        const advanced = await continueAfterWait(ctx, wait);
+        const advanced = await continueAfterWait(ctx, wait, wait.resumeEvent ? eventContextPatch(wait.resumeEvent) : {});
         if (advanced.running && advanced.version !== null) await continueRunning(ctx, wait.executionId, advanced.version);
       } catch (error) {
         // The wait stays claimed; the continuation sweeper re-drives it.
-        ctx.log('error', 'advancing a timed-out wait failed', { executionId: wait.executionId, error: errorText(error) });
+        ctx.log('error', 'advancing a resolved wait failed', { executionId: wait.executionId, error: errorText(error) });
       }
     }),
   );

@@ -20,7 +20,8 @@ export type StepOutcome =
       contactPatch?: Record<string, unknown>;
       message?: OutgoingMessage;
     }
-  | { kind: 'park'; dueInSeconds: number; output: Record<string, unknown> }
+  /** eventName: a WAIT_FOR_EVENT, which an event of that name resolves. */
+  | { kind: 'park'; dueInSeconds: number; output: Record<string, unknown>; eventName?: string }
   | { kind: 'exit'; reason: string }
   | { kind: 'fail'; error: string };
 
@@ -103,6 +104,7 @@ export function runStep(input: StepInput): StepOutcome {
       return {
         kind: 'park',
         dueInSeconds: config.timeoutSeconds,
+        eventName: config.eventName,
         output: { eventName: config.eventName, timeoutSeconds: config.timeoutSeconds },
       };
     }

@@ -23,7 +23,7 @@ function claims(): Claim[] {
     if (!ts.isFunctionDeclaration(node) || !node.name) return;
     if (!node.modifiers?.some((m) => m.kind === ts.SyntaxKind.ExportKeyword)) return;
     const name = node.name.text;
-    if (/^(read|find|is)/.test(name)) return; // reads, not state changes
+    if (/^(read|find|is|lock)/.test(name)) return; // reads and locks, not state changes
     const sql: string[] = [];
     const visit = (n: ts.Node) => {
       if (ts.isTaggedTemplateExpression(n) && /\$(queryRaw|executeRaw)$/.test(n.tag.getText())) {

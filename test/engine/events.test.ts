@@ -88,31 +88,34 @@ describe('tracked events', () => {
   it('a dispatch that keeps failing backs off exponentially and is dead-lettered after the last attempt', async () => {
     const ctx = createEngineContext(t.db, { config: { eventMaxAttempts: 4 } });
     const p = await createProject(t.db);
-    const waiting = await workflowFrom(t.db, p.id, waitWorkflow());
+    const triggered = await workflowFrom(t.db, p.id, { ...delayWorkflow(3600), name: 'dead-letter', trigger: 'EVENT', triggerEvent: 'refund' });
     const contact = await createContact(t.db, p.id, 'd@example.com');
-    // The contact's wait is claimed by a worker that never parks it (it died holding the
-    // step): every dispatch must retry, so the event is not lost to a wait being set up.
-    const e = await enroll(t.db, { projectId: p.id, workflowId: waiting.id, contactId: contact.id });
-    let claimed = await claimStep(t.db, { executionId: (e as { executionId: string }).executionId, expectedVersion: 1, leaseSeconds: 600 });
-    while (claimed.won && claimed.claim.stepId !== (await t.db.workflowStep.findFirstOrThrow({ where: { workflowId: waiting.id, key: 'wait' } })).id) {
-      const run = await runClaimedStep(ctx, claimed.claim);
-      claimed = await claimStep(t.db, { executionId: claimed.claim.executionId, expectedVersion: run.continueAt!, leaseSeconds: 600 });
+    // A real failure inside PostgreSQL: the enrollment this event triggers cannot be
+    // stored (as when a disk fills up or a constraint is added by hand).
+    await t.query(`
+      CREATE FUNCTION refuse_enrollment() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'enrollment store unavailable'; END $$`);
+    await t.query(`
+      CREATE TRIGGER refuse_enrollment BEFORE INSERT ON "WorkflowExecution"
+         FOR EACH ROW WHEN (NEW."workflowId" = '${triggered.id}') EXECUTE FUNCTION refuse_enrollment()`);
+    try {
+      const tracked = await trackEvent(ctx, { projectId: p.id, name: 'refund', contactId: contact.id }, { dispatch: false });
+      const eventId = (tracked as { eventId: string }).eventId;
+      const delays: number[] = [];
+      for (let attempt = 1; attempt <= 4; attempt++) {
+        await expect(dispatchEvent(ctx, eventId)).rejects.toThrow(/enrollment store unavailable/);
+        const e = await t.db.event.findUniqueOrThrow({ where: { id: eventId } });
+        expect(e.dispatchAttempts).toBe(attempt);
+        expect(e.lastError).toMatch(/enrollment store unavailable/);
+        delays.push(Math.round((e.nextDispatchAt.getTime() - Date.now()) / 1000));
+        if (attempt < 4) expect(e.deadAt).toBeNull();
+        else expect(e.deadAt).not.toBeNull();
+      }
+      expect(delays.slice(0, 3)).toEqual([2, 4, 8]);
+      // Dead events are not dispatched again.
+      expect(await dispatchEvent(ctx, eventId)).toBeNull();
+    } finally {
+      await t.query(`DROP TRIGGER refuse_enrollment ON "WorkflowExecution"`);
     }
-    expect(claimed.won).toBe(true);
-    const tracked = await trackEvent(ctx, { projectId: p.id, name: 'purchase', contactId: contact.id }, { dispatch: false });
-    const eventId = (tracked as { eventId: string }).eventId;
-    const delays: number[] = [];
-    for (let attempt = 1; attempt <= 4; attempt++) {
-      await expect(dispatchEvent(ctx, eventId)).rejects.toThrow(/being set up/);
-      const e = await t.db.event.findUniqueOrThrow({ where: { id: eventId } });
-      expect(e.dispatchAttempts).toBe(attempt);
-      expect(e.lastError).toMatch(/being set up/);
-      delays.push(Math.round((e.nextDispatchAt.getTime() - Date.now()) / 1000));
-      if (attempt < 4) expect(e.deadAt).toBeNull();
-      else expect(e.deadAt).not.toBeNull();
-    }
-    expect(delays.slice(0, 3)).toEqual([2, 4, 8]);
-    // Dead events are not dispatched again.
-    expect(await dispatchEvent(ctx, eventId)).toBeNull();
   });
 });

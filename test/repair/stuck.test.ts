@@ -194,19 +194,19 @@ describe('stuck reasons, made as in production, and their repairs', () => {
   });
 
   it('EVENT_DEAD: a poison event dead-lettered after its attempts; REDRIVE_EVENT once the cause is fixed', async () => {
-    const wf = await workflowFrom(t.db, projectId, waitWorkflow({ name: 'poison' }));
+    // (A wait not parked yet no longer makes a dispatch fail: the wait looks back for the
+    // event when it parks, issue 8 point 1. The poison here is a real failure inside
+    // PostgreSQL: the enrollment the event triggers cannot be stored.)
+    const wf = await workflowFrom(t.db, projectId, { ...delayWorkflow(3600, { name: 'poison' }), trigger: 'EVENT', triggerEvent: 'refund' });
     const contact = await createContact(t.db, projectId, 'poison@example.com');
-    const id = idOf(await enroll(t.db, { projectId, workflowId: wf.id, contactId: contact.id }));
-    // Its worker died while setting up the wait: the wait is not parked, so every dispatch
-    // of the contact's "purchase" event must retry, until the event is dead-lettered.
-    await runStepsOnly(t.db);
-    const wait = await t.db.stepExecution.findFirstOrThrow({ where: { executionId: id, status: 'WAITING' } });
-    await t.db.$executeRaw`
-      UPDATE "StepExecution" SET status = 'RUNNING', "leaseExpiresAt" = now() - interval '1 minute', "claimToken" = gen_random_uuid()
-       WHERE id = ${wait.id}::uuid`;
-    await t.db.$executeRaw`UPDATE "WorkflowExecution" SET status = 'RUNNING', version = version + 1, "readyAt" = now() + interval '1 hour' WHERE id = ${id}::uuid`;
+    await t.query(`
+      CREATE FUNCTION refuse_poison_enrollment() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'enrollment store unavailable'; END $$`);
+    await t.query(`
+      CREATE TRIGGER refuse_poison_enrollment BEFORE INSERT ON "WorkflowExecution"
+         FOR EACH ROW WHEN (NEW."workflowId" = '${wf.id}') EXECUTE FUNCTION refuse_poison_enrollment()`);
     const ctx = createEngineContext(t.db, { config: { eventMaxAttempts: 3, inlineDispatchSeconds: 0 } });
-    const tracked = await trackEvent(ctx, { projectId, name: 'purchase', contactId: contact.id });
+    const tracked = await trackEvent(ctx, { projectId, name: 'refund', contactId: contact.id });
     const eventId = (tracked as { eventId: string }).eventId;
     for (let i = 0; i < 3; i++) {
       await t.db.$executeRaw`UPDATE "Event" SET "nextDispatchAt" = now() WHERE id = ${eventId}::uuid AND "deadAt" IS NULL`;
@@ -215,13 +215,12 @@ describe('stuck reasons, made as in production, and their repairs', () => {
     expect((await t.db.event.findUniqueOrThrow({ where: { id: eventId } })).deadAt).not.toBeNull();
     expect(await reasonsOf(eventId)).toEqual(['EVENT_DEAD']);
 
-    // Fix the cause (the stalled step gets a new attempt and parks), then redrive.
-    await repair('RETRY_STEP', { executionId: id });
-    await runStepsOnly(t.db);
+    // Fix the cause, then redrive: the event enrolls its contact, once.
+    await t.query(`DROP TRIGGER refuse_poison_enrollment ON "WorkflowExecution"`);
     await repair('REDRIVE_EVENT', { eventId });
     await runWorkerOnce(createEngineContext(t.db));
-    const resolved = await t.db.stepExecution.findFirstOrThrow({ where: { executionId: id, resolvedBy: { not: null } } });
-    expect(resolved).toMatchObject({ resolvedBy: 'EVENT', resumeEventId: eventId });
+    expect(await t.db.workflowExecution.count({ where: { workflowId: wf.id, contactId: contact.id, sourceEventId: eventId } })).toBe(1);
+    expect((await t.db.event.findUniqueOrThrow({ where: { id: eventId } })).processedAt).not.toBeNull();
     expect(await reasonsOf(eventId)).toEqual([]);
     await expectHealthy();
   });
