@@ -126,6 +126,79 @@ const MUTATIONS: Mutation[] = [
     rounds: 2,
   },
   {
+    guard: 'renewLease renews only a live lease (a stalled worker cannot revive one an operator or worker took)',
+    edits: [
+      {
+        file: 'server/engine/claims.ts',
+        find: `                      WHERE h.id = \${claim.stepExecutionId}::uuid AND h."claimToken" = \${claim.claimToken}::uuid
+                        AND h.status = 'RUNNING' AND h."leaseExpiresAt" >= now())`,
+        replace: `                      WHERE h.id = \${claim.stepExecutionId}::uuid AND h."claimToken" = \${claim.claimToken}::uuid
+                        AND h.status = 'RUNNING')`,
+      },
+      {
+        file: 'server/engine/claims.ts',
+        find: `     WHERE s.id = \${claim.stepExecutionId}::uuid AND s."claimToken" = \${claim.claimToken}::uuid AND s.status = 'RUNNING'
+       AND s."leaseExpiresAt" >= now()
+    RETURNING s.id\`;`,
+        replace: `     WHERE s.id = \${claim.stepExecutionId}::uuid AND s."claimToken" = \${claim.claimToken}::uuid AND s.status = 'RUNNING'
+    RETURNING s.id\`;`,
+      },
+    ],
+    test: 'test/engine/lease-renewal.test.ts',
+    scenario: 'a stalled worker renewing while RETRY_STEP applies',
+    rounds: 1,
+  },
+  {
+    guard: "RESEND is a CAS on the message's status and version (two operators cannot both resend an email)",
+    edits: [
+      {
+        file: 'server/engine/claims.ts',
+        find: `           "providerId" = NULL, error = NULL, "sentAt" = NULL
+     WHERE m.id = \${opts.messageId}::uuid AND m.version = \${opts.expectedVersion} AND \${messageAwaitsOperator}`,
+        replace: `           "providerId" = NULL, error = NULL, "sentAt" = NULL
+     WHERE m.id = \${opts.messageId}::uuid`,
+      },
+    ],
+    test: 'test/repair/messages.test.ts',
+    scenario: 'two operators resending at once',
+    rounds: 1,
+  },
+  {
+    guard: "a repair's claim turns I1's unique violation into ACTIVE_EXECUTION, never an exception",
+    edits: [
+      {
+        file: 'server/engine/claims.ts',
+        find: `    if (isActiveExecutionViolation(error)) return { refused: true };
+`,
+        replace: ``,
+      },
+    ],
+    test: 'test/repair/active-execution.test.ts',
+    scenario: 'racing a re-enrollment of the same contact',
+    rounds: 20,
+  },
+  {
+    guard: 'bulk repair applies each row at the version and step execution it was selected with',
+    edits: [
+      {
+        file: 'server/repair/bulk.ts',
+        find: `import { applyRepair, RepairNotFound,`,
+        replace: `import { applyRepair, previewRepair, RepairNotFound,`,
+      },
+      {
+        file: 'server/repair/bulk.ts',
+        find: `        expectedVersion: target.version,
+        ...(target.executionId ? { expectedStepExecutionId: target.stepExecutionId } : {}),
+`,
+        replace: `        expectedVersion: (await previewRepair(db, { projectId: req.projectId, action: req.action, executionId: target.executionId, eventId: target.eventId }, opts)).expectedVersion,
+`,
+      },
+    ],
+    test: 'test/repair/bulk-selection.test.ts',
+    scenario: 'SKIPPED_CHANGED',
+    rounds: 1,
+  },
+  {
     guard: 'a parking WAIT_FOR_EVENT holds its event channel before it looks back (I7)',
     edits: [
       {

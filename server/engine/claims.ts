@@ -1,4 +1,5 @@
 import { Prisma, type DbTx } from '../db';
+import { ACTIVE_STATUSES, executionFrom, NO_ROW, stepFrom, TRANSITIONS, type ClaimName, type Transition } from './transitions';
 
 // Every state change of the engine, one named function each, one SQL statement each.
 //
@@ -221,19 +222,31 @@ export async function claimStep(
   return { won: false, unclaimable: unclaimable[0]! };
 }
 
-/** I6: keep a long-running step's lease (and the execution's wake-up) from expiring. */
+/**
+ * I6: keep a long-running step's lease (and the execution's wake-up) from expiring. Only
+ * a lease that is still live, held with the same claim token on a RUNNING step, is
+ * extended: a lease that ran out belongs to whoever takes the step next (a worker's
+ * re-claim, an operator's RETRY_STEP), and a stalled worker waking up late must not
+ * revive it behind their back. Neither row is touched (nor locked) unless the step row
+ * qualifies, so a refused renewal changes nothing.
+ */
 export async function renewLease(db: DbTx, claim: StepClaim, leaseSeconds: number): Promise<boolean> {
   const rows = await db.$queryRaw<{ id: string }[]>`
     WITH exec AS (
       UPDATE "WorkflowExecution" e
          SET "readyAt" = now() + ${leaseSeconds}::float8 * interval '1 second'
        WHERE e.id = ${claim.executionId}::uuid AND e.version = ${claim.version} AND e.status = 'RUNNING'
+         AND e."currentStepId" = ${claim.stepId}::uuid
+         AND EXISTS (SELECT 1 FROM "StepExecution" h
+                      WHERE h.id = ${claim.stepExecutionId}::uuid AND h."claimToken" = ${claim.claimToken}::uuid
+                        AND h.status = 'RUNNING' AND h."leaseExpiresAt" >= now())
       RETURNING e.id
     )
     UPDATE "StepExecution" s
        SET "leaseExpiresAt" = now() + ${leaseSeconds}::float8 * interval '1 second'
       FROM exec
      WHERE s.id = ${claim.stepExecutionId}::uuid AND s."claimToken" = ${claim.claimToken}::uuid AND s.status = 'RUNNING'
+       AND s."leaseExpiresAt" >= now()
     RETURNING s.id`;
   return rows.length > 0;
 }
@@ -909,12 +922,14 @@ export interface QueuedMessage {
   to: string;
   subject: string;
   body: string;
+  /** The message's version after the claim: the fence for recording this delivery. */
+  version: number;
 }
 
 /**
  * I5: take queued messages for delivery. A message leaves QUEUED exactly once; if the
  * sender dies while SENDING it is not sent again automatically (at most once), and the
- * console shows it for an operator to decide.
+ * console shows it (MESSAGE_UNCONFIRMED) for an operator to decide.
  */
 export async function claimQueuedMessages(
   db: DbTx,
@@ -922,31 +937,126 @@ export async function claimQueuedMessages(
 ): Promise<QueuedMessage[]> {
   return db.$queryRaw<QueuedMessage[]>`
     UPDATE "Message"
-       SET status = 'SENDING', "leaseOwner" = ${opts.owner},
+       SET status = 'SENDING', version = version + 1, "leaseOwner" = ${opts.owner},
            "leaseExpiresAt" = now() + ${opts.leaseSeconds}::float8 * interval '1 second'
      WHERE id IN (
        SELECT id FROM "Message" WHERE status = 'QUEUED'
         ORDER BY "createdAt" LIMIT ${opts.limit}::int
         FOR UPDATE SKIP LOCKED)
        AND status = 'QUEUED'
-    RETURNING id, "projectId", "to", subject, body`;
+    RETURNING id, "projectId", "to", subject, body, version`;
 }
 
-/** I5: record the outcome of one delivery, only by the sender that claimed it. */
+/**
+ * I5: record the outcome of one delivery, only by the sender that claimed it, fenced by
+ * the version of its claim: after an operator marked the message sent, resent it or gave
+ * up on it, a stalled sender's late write changes nothing.
+ */
 export async function recordDelivery(
   db: DbTx,
-  opts: { messageId: string; owner: string; providerId?: string | null; error?: string | null },
+  opts: { messageId: string; owner: string; version: number; providerId?: string | null; error?: string | null },
 ): Promise<boolean> {
   const sent = !opts.error;
   const rows = await db.$queryRaw<{ id: string }[]>`
     UPDATE "Message"
        SET status = CASE WHEN ${sent} THEN 'SENT'::"MessageStatus" ELSE 'FAILED'::"MessageStatus" END,
+           version = version + 1,
            "sentAt" = CASE WHEN ${sent} THEN now() END,
            "providerId" = ${opts.providerId ?? null}, error = ${opts.error ?? null},
            "leaseOwner" = NULL, "leaseExpiresAt" = NULL
      WHERE id = ${opts.messageId}::uuid AND status = 'SENDING' AND "leaseOwner" = ${opts.owner}
+       AND version = ${opts.version}
     RETURNING id`;
   return rows.length > 0;
+}
+
+export type MessageStatus = 'QUEUED' | 'SENDING' | 'SENT' | 'FAILED' | 'ABANDONED';
+
+export interface MessageState {
+  id: string;
+  projectId: string;
+  executionId: string;
+  stepExecutionId: string;
+  status: MessageStatus;
+  version: number;
+  leaseOwner: string | null;
+  leaseExpiresAt: Date | null;
+  providerId: string | null;
+  error: string | null;
+  sentAt: Date | null;
+}
+
+/** The current state of a message, for telling a loser what won. */
+export async function readMessageState(db: DbTx, messageId: string): Promise<MessageState | null> {
+  const rows = await db.$queryRaw<MessageState[]>`
+    SELECT id, "projectId", "executionId", "stepExecutionId", status::text AS status, version, "leaseOwner",
+           "leaseExpiresAt", "providerId", error, "sentAt"
+      FROM "Message" WHERE id = ${messageId}::uuid`;
+  return rows[0] ?? null;
+}
+
+/**
+ * The message repairs' guard: message `m`'s fate is for an operator to decide. It FAILED,
+ * or it is SENDING and its sender's lease ran out (the sender died mid-send). A SENDING
+ * message whose lease is live belongs to the sender working on it.
+ */
+const messageAwaitsOperator = Prisma.sql`(m.status = 'FAILED' OR (m.status = 'SENDING' AND m."leaseExpiresAt" < now()))`;
+
+export type MessageClaimResult = Won<{ version: number; status: MessageStatus }> | Lost<MessageState | null>;
+
+/**
+ * I5, I6: an operator who checked the provider records an unconfirmed or failed email as
+ * SENT, without sending it again; fenced by the message version the operator saw.
+ */
+export async function markMessageSent(
+  db: DbTx,
+  opts: { messageId: string; expectedVersion: number; providerId?: string | null },
+): Promise<MessageClaimResult> {
+  const rows = await db.$queryRaw<{ version: number; status: MessageStatus }[]>`
+    UPDATE "Message" m
+       SET status = 'SENT', version = m.version + 1, "sentAt" = COALESCE(m."sentAt", now()),
+           "providerId" = COALESCE(${opts.providerId ?? null}, m."providerId"),
+           "leaseOwner" = NULL, "leaseExpiresAt" = NULL
+     WHERE m.id = ${opts.messageId}::uuid AND m.version = ${opts.expectedVersion} AND ${messageAwaitsOperator}
+    RETURNING m.version, m.status::text AS status`;
+  if (rows[0]) return { won: true, ...rows[0] };
+  return { won: false, current: await readMessageState(db, opts.messageId) };
+}
+
+/**
+ * I5, I6: an operator resends an unconfirmed or failed email: it goes back to QUEUED (the
+ * same row, still one per step execution) and a sender delivers it once more. Fenced by
+ * the version the operator saw, so two operators cannot both resend it.
+ */
+export async function requeueMessage(
+  db: DbTx,
+  opts: { messageId: string; expectedVersion: number },
+): Promise<MessageClaimResult> {
+  const rows = await db.$queryRaw<{ version: number; status: MessageStatus }[]>`
+    UPDATE "Message" m
+       SET status = 'QUEUED', version = m.version + 1, "leaseOwner" = NULL, "leaseExpiresAt" = NULL,
+           "providerId" = NULL, error = NULL, "sentAt" = NULL
+     WHERE m.id = ${opts.messageId}::uuid AND m.version = ${opts.expectedVersion} AND ${messageAwaitsOperator}
+    RETURNING m.version, m.status::text AS status`;
+  if (rows[0]) return { won: true, ...rows[0] };
+  return { won: false, current: await readMessageState(db, opts.messageId) };
+}
+
+/**
+ * I5, I6: an operator gives up on an unconfirmed or failed email: ABANDONED, never sent
+ * again and no longer listed as stuck. Fenced by the version the operator saw.
+ */
+export async function abandonMessage(
+  db: DbTx,
+  opts: { messageId: string; expectedVersion: number },
+): Promise<MessageClaimResult> {
+  const rows = await db.$queryRaw<{ version: number; status: MessageStatus }[]>`
+    UPDATE "Message" m
+       SET status = 'ABANDONED', version = m.version + 1, "leaseOwner" = NULL, "leaseExpiresAt" = NULL
+     WHERE m.id = ${opts.messageId}::uuid AND m.version = ${opts.expectedVersion} AND ${messageAwaitsOperator}
+    RETURNING m.version, m.status::text AS status`;
+  if (rows[0]) return { won: true, ...rows[0] };
+  return { won: false, current: await readMessageState(db, opts.messageId) };
 }
 
 // ---------------------------------------------------------------------------
@@ -964,6 +1074,91 @@ const noLiveWorkerHoldsStep = Prisma.sql`NOT EXISTS (
    WHERE h."executionId" = e.id AND h."stepId" = e."currentStepId"
      AND h.status = 'RUNNING' AND h."leaseExpiresAt" >= now())`;
 
+// The operators' claims take their from-statuses from the transitions table
+// (server/engine/transitions.ts), which the repair planner reads too.
+
+const executionStatuses = (list: readonly string[]) => Prisma.join(list.map((s) => Prisma.sql`${s}::"ExecutionStatus"`));
+const stepStatuses = (list: readonly string[]) => Prisma.join(list.map((s) => Prisma.sql`${s}::"StepStatus"`));
+
+/** Execution `e` is in one of the statuses `claim` moves from. */
+function executionMayMove(claim: ClaimName): Prisma.Sql {
+  return Prisma.sql`e.status IN (${executionStatuses(executionFrom(claim))})`;
+}
+
+/** Execution `e`'s current step row is one `claim` may move (or absent, where the table lists NONE). */
+function stepRowMayMove(claim: ClaimName): Prisma.Sql {
+  const gate = (TRANSITIONS[claim] as Transition).step;
+  if (!gate?.gate) return Prisma.sql`TRUE`;
+  const row = Prisma.sql`SELECT 1 FROM "StepExecution" g WHERE g."executionId" = e.id AND g."stepId" = e."currentStepId"`;
+  return (gate.from as readonly string[]).includes(NO_ROW)
+    ? Prisma.sql`NOT EXISTS (${row} AND g.status NOT IN (${stepStatuses(stepFrom(claim))}))`
+    : Prisma.sql`EXISTS (${row} AND g.status IN (${stepStatuses(stepFrom(claim))}))`;
+}
+
+/** I1: another execution of `e`'s (workflow, contact) is active. */
+const activeSiblingOf = (e: Prisma.Sql) => Prisma.sql`SELECT o.id FROM "WorkflowExecution" o
+   WHERE o."workflowId" = ${e}."workflowId" AND o."contactId" = ${e}."contactId" AND o.id <> ${e}.id
+     AND o.status IN (${executionStatuses(ACTIVE_STATUSES)})`;
+
+/** The unique index of I1: at most one active execution per (workflow, contact). */
+export const ACTIVE_EXECUTION_INDEX = 'WorkflowExecution_active_workflowId_contactId_key';
+
+/** A repair refused because it would make a second active execution of a (workflow, contact) (I1). */
+export interface ActiveExecutionLoss {
+  won: false;
+  reason: 'ACTIVE_EXECUTION';
+  /** The execution that is active. */
+  executionId: string;
+  current: ExecutionState | null;
+}
+
+export type OperatorClaimResult = Won<{ version: number }> | Lost<ExecutionState | null> | ActiveExecutionLoss;
+
+/** Is this error the I1 index refusing a second active execution (unique_violation)? */
+export function isActiveExecutionViolation(error: unknown): boolean {
+  const cause = (error as { meta?: { driverAdapterError?: { cause?: { originalCode?: string; constraint?: { index?: string } } } } } | null)
+    ?.meta?.driverAdapterError?.cause;
+  if (cause?.originalCode !== '23505') return false;
+  return cause.constraint?.index === ACTIVE_EXECUTION_INDEX || String((error as Error).message).includes(ACTIVE_EXECUTION_INDEX);
+}
+
+/**
+ * Run a claim's one statement so that I1 refusing it is a value, not an exception: the
+ * statement checks for an active sibling itself, but one enrolled concurrently (its
+ * insert not yet committed) is only seen by the unique index. The statement runs in its
+ * own savepoint (a nested transaction; inside no transaction, a transaction of its own),
+ * which alone rolls back, so the caller's transaction can still record the loss.
+ */
+async function unlessActiveExecution<T>(db: DbTx, statement: (db: DbTx) => Promise<T>): Promise<{ refused: false; value: T } | { refused: true }> {
+  try {
+    const nested = db as unknown as { $transaction<R>(fn: (tx: DbTx) => Promise<R>): Promise<R> };
+    return { refused: false, value: await nested.$transaction((inner) => statement(inner)) };
+  } catch (error) {
+    if (isActiveExecutionViolation(error)) return { refused: true };
+    throw error;
+  }
+}
+
+/** The active execution of this execution's (workflow, contact), other than itself. */
+export async function readActiveSibling(db: DbTx, executionId: string): Promise<string | null> {
+  const rows = await db.$queryRaw<{ id: string }[]>`
+    SELECT x.id FROM "WorkflowExecution" e
+      JOIN LATERAL (${activeSiblingOf(Prisma.sql`e`)} LIMIT 1) x ON true
+     WHERE e.id = ${executionId}::uuid`;
+  return rows[0]?.id ?? null;
+}
+
+/** The loser's answer of an operator claim that moved no row. */
+async function operatorLoss(
+  db: DbTx,
+  executionId: string,
+  activeExecutionId: string | null,
+): Promise<Lost<ExecutionState | null> | ActiveExecutionLoss> {
+  const current = await readExecutionState(db, executionId);
+  if (activeExecutionId) return { won: false, reason: 'ACTIVE_EXECUTION', executionId: activeExecutionId, current };
+  return { won: false, current };
+}
+
 /**
  * I6, I8: cancel an active or failed execution, fenced by the version the operator saw.
  * Its current step row, if still open, becomes SKIPPED in the same statement, so a wait
@@ -974,12 +1169,13 @@ export async function cancelExecution(
   opts: { executionId: string; expectedVersion: number; reason: string },
 ): Promise<Won<{ version: number }> | Lost<ExecutionState | null>> {
   const rows = await db.$queryRaw<{ version: number }[]>`
+    -- cancelExecution
     WITH exec AS (
       UPDATE "WorkflowExecution" e
          SET version = e.version + 1, status = 'CANCELLED', "readyAt" = NULL, "finishedAt" = now(),
              "exitReason" = ${opts.reason}, "updatedAt" = now()
        WHERE e.id = ${opts.executionId}::uuid AND e.version = ${opts.expectedVersion}
-         AND e.status IN ('RUNNING', 'WAITING', 'FAILED')
+         AND ${executionMayMove('cancelExecution')}
       RETURNING e.id, e.version, e."currentStepId"
     ), step AS (
       UPDATE "StepExecution" s
@@ -987,7 +1183,7 @@ export async function cancelExecution(
              error = COALESCE(s.error, 'cancelled by an operator')
         FROM exec
        WHERE s."executionId" = exec.id AND s."stepId" = exec."currentStepId"
-         AND s.status IN ('PENDING', 'RUNNING', 'WAITING', 'FAILED')
+         AND s.status IN (${stepStatuses(stepFrom('cancelExecution'))})
       RETURNING s.id
     )
     SELECT exec.version FROM exec`;
@@ -996,42 +1192,53 @@ export async function cancelExecution(
 }
 
 /**
- * I5, I6: give the current step a new attempt: a FAILED execution, or a RUNNING one
+ * I1, I5, I6: give the current step a new attempt: a FAILED execution, or a RUNNING one
  * whose step no live worker holds (lease expired, or never claimed), becomes due now.
  * The step row goes back to PENDING, so the next claim is attempt + 1; a SEND_EMAIL
  * step whose message exists does not send again (the message is unique per step
- * execution).
+ * execution). A FAILED execution whose (workflow, contact) has since got another active
+ * execution stays FAILED: the claim answers ACTIVE_EXECUTION naming it (I1), whether it
+ * sees that execution or the unique index does.
  */
 export async function retryStep(
   db: DbTx,
   opts: { executionId: string; expectedVersion: number },
-): Promise<Won<{ version: number }> | Lost<ExecutionState | null>> {
-  const rows = await db.$queryRaw<{ version: number }[]>`
-    WITH exec AS (
+): Promise<OperatorClaimResult> {
+  const claimed = await unlessActiveExecution(db, (inner) => inner.$queryRaw<{ version: number | null; sibling: string | null }[]>`
+    -- retryStep
+    WITH target AS (
+      SELECT (${activeSiblingOf(Prisma.sql`x`)} LIMIT 1) AS sibling
+        FROM "WorkflowExecution" x WHERE x.id = ${opts.executionId}::uuid
+    ), exec AS (
       UPDATE "WorkflowExecution" e
          SET version = e.version + 1, status = 'RUNNING', "readyAt" = now(), "finishedAt" = NULL,
              "lastError" = NULL, "updatedAt" = now()
        WHERE e.id = ${opts.executionId}::uuid AND e.version = ${opts.expectedVersion}
-         AND e.status IN ('RUNNING', 'FAILED')
+         AND ${executionMayMove('retryStep')}
+         AND ${stepRowMayMove('retryStep')}
          AND ${noLiveWorkerHoldsStep}
+         AND NOT EXISTS (${activeSiblingOf(Prisma.sql`e`)})
       RETURNING e.id, e.version, e."currentStepId"
     ), step AS (
       UPDATE "StepExecution" s
          SET status = 'PENDING', "claimToken" = NULL, "leaseExpiresAt" = NULL, "finishedAt" = NULL
         FROM exec
        WHERE s."executionId" = exec.id AND s."stepId" = exec."currentStepId"
-         AND (s.status = 'FAILED' OR (s.status = 'RUNNING' AND s."leaseExpiresAt" < now()))
+         AND s.status IN (${stepStatuses(stepFrom('retryStep'))})
       RETURNING s.id
     )
-    SELECT exec.version FROM exec`;
-  if (rows[0]) return { won: true, version: rows[0].version };
-  return { won: false, current: await readExecutionState(db, opts.executionId) };
+    SELECT (SELECT version FROM exec) AS version, (SELECT sibling FROM target) AS sibling`);
+  const row = claimed.refused ? null : claimed.value[0];
+  if (row?.version != null) return { won: true, version: row.version };
+  return operatorLoss(db, opts.executionId, claimed.refused ? await readActiveSibling(db, opts.executionId) : (row?.sibling ?? null));
 }
 
 /**
- * I6: skip the current step: record it SKIPPED (creating its row if it never ran) and
- * move the execution along its plain next transition. Allowed on a FAILED execution, a
- * RUNNING one whose step no live worker holds, or one WAITING on an unresolved DELAY.
+ * I1, I6: skip the current step: record it SKIPPED (creating its row if it never ran)
+ * and move the execution along its plain next transition. Allowed on a FAILED
+ * execution, a RUNNING one whose step no live worker holds, or one WAITING on an
+ * unresolved DELAY. Moving a FAILED execution on (to RUNNING) while its (workflow,
+ * contact) has another active execution answers ACTIVE_EXECUTION naming it (I1).
  */
 export async function skipStep(
   db: DbTx,
@@ -1043,9 +1250,13 @@ export async function skipStep(
     status: 'RUNNING' | 'COMPLETED';
     note: string;
   },
-): Promise<Won<{ version: number }> | Lost<ExecutionState | null>> {
-  const rows = await db.$queryRaw<{ version: number }[]>`
-    WITH exec AS (
+): Promise<OperatorClaimResult> {
+  const claimed = await unlessActiveExecution(db, (inner) => inner.$queryRaw<{ version: number | null; sibling: string | null }[]>`
+    -- skipStep
+    WITH target AS (
+      SELECT (${activeSiblingOf(Prisma.sql`x`)} LIMIT 1) AS sibling
+        FROM "WorkflowExecution" x WHERE x.id = ${opts.executionId}::uuid AND ${opts.status}::text = 'RUNNING'
+    ), exec AS (
       UPDATE "WorkflowExecution" e
          SET version = e.version + 1, status = ${opts.status}::"ExecutionStatus",
              "currentStepId" = ${opts.nextStepId}::uuid,
@@ -1054,11 +1265,14 @@ export async function skipStep(
              "lastError" = NULL, "updatedAt" = now()
        WHERE e.id = ${opts.executionId}::uuid AND e.version = ${opts.expectedVersion}
          AND e."currentStepId" = ${opts.stepId}::uuid
-         AND (e.status IN ('RUNNING', 'FAILED') OR (e.status = 'WAITING' AND EXISTS (
+         AND ${executionMayMove('skipStep')}
+         AND ${stepRowMayMove('skipStep')}
+         AND (e.status <> 'WAITING' OR EXISTS (
                SELECT 1 FROM "StepExecution" w JOIN "WorkflowStep" ws ON ws.id = w."stepId"
                 WHERE w."executionId" = e.id AND w."stepId" = e."currentStepId"
-                  AND ws.type = 'DELAY' AND w.status = 'WAITING' AND w."resolvedBy" IS NULL)))
+                  AND ws.type = 'DELAY' AND w.status = 'WAITING' AND w."resolvedBy" IS NULL))
          AND ${noLiveWorkerHoldsStep}
+         AND (${opts.status}::text <> 'RUNNING' OR NOT EXISTS (${activeSiblingOf(Prisma.sql`e`)}))
       RETURNING e.id, e.version
     ), step AS (
       INSERT INTO "StepExecution" AS s (id, "executionId", "stepId", status, attempt, output, "startedAt", "finishedAt")
@@ -1070,9 +1284,10 @@ export async function skipStep(
              output = COALESCE(s.output, '{}'::jsonb) || jsonb_build_object('skipped', ${opts.note}::text)
       RETURNING s.id
     )
-    SELECT exec.version FROM exec`;
-  if (rows[0]) return { won: true, version: rows[0].version };
-  return { won: false, current: await readExecutionState(db, opts.executionId) };
+    SELECT (SELECT version FROM exec) AS version, (SELECT sibling FROM target) AS sibling`);
+  const row = claimed.refused ? null : claimed.value[0];
+  if (row?.version != null) return { won: true, version: row.version };
+  return operatorLoss(db, opts.executionId, claimed.refused ? await readActiveSibling(db, opts.executionId) : (row?.sibling ?? null));
 }
 
 /**
@@ -1084,6 +1299,7 @@ export async function redriveEvent(
   opts: { eventId: string; expectedAttempts: number },
 ): Promise<boolean> {
   const rows = await db.$queryRaw<{ id: string }[]>`
+    -- redriveEvent
     UPDATE "Event"
        SET "deadAt" = NULL, "nextDispatchAt" = now(), "leaseOwner" = NULL, "leaseExpiresAt" = NULL
      WHERE id = ${opts.eventId}::uuid AND "processedAt" IS NULL AND "dispatchAttempts" = ${opts.expectedAttempts}

@@ -1,7 +1,8 @@
-import type { DbTx } from '../db';
+import { Prisma, type DbTx } from '../db';
 
 // The invariants of DESIGN.md section 3, each checked by one SQL query that counts
-// violations. Tests, the race suite, the bench, the fault drills and the console's health
+// violations (test/engine/invariants.test.ts: zero on a healthy run full of every state,
+// and each one fires on a hand-made violation). Tests, the race suite, the bench, the fault drills and the console's health
 // panel all call these: one concept, one home. Zero everywhere is the only healthy answer.
 
 export type InvariantId = 'I1' | 'I2' | 'I3' | 'I4' | 'I5' | 'I6' | 'I7' | 'I8';
@@ -24,6 +25,22 @@ export interface InvariantResult {
 async function scalar(rows: Promise<{ n: bigint | number }[]>): Promise<number> {
   const [row] = await rows;
   return Number(row?.n ?? 0);
+}
+
+/**
+ * Audit entry `a` names step row `s` (of workflow step `ws`): by its step execution id
+ * when the entry records one, else by the step's key (an execution has at most one row
+ * per step, I2). Repairs record the step they acted on in `before` (actions.ts stateOf).
+ */
+function namesStep(s: Prisma.Sql, ws: Prisma.Sql): Prisma.Sql {
+  return Prisma.sql`(a.before->>'stepExecutionId' = ${s}.id::text
+                     OR (a.before->>'stepExecutionId' IS NULL AND a.before->>'step' = ${ws}.key))`;
+}
+
+/** Audit entry `a` is a manual resolution of wait row `w`: a FORCE_TIMEOUT, a DELIVER_EVENT or a waits.resolve. */
+function resolutionOf(w: Prisma.Sql, ws: Prisma.Sql): Prisma.Sql {
+  return Prisma.sql`((a.action IN ('repair.FORCE_TIMEOUT', 'repair.DELIVER_EVENT') AND ${namesStep(w, ws)})
+                     OR (a.action = 'waits.resolve' AND a.before->>'stepExecutionId' = ${w}.id::text))`;
 }
 
 export const INVARIANTS: readonly InvariantCheck[] = [
@@ -61,22 +78,44 @@ export const INVARIANTS: readonly InvariantCheck[] = [
     id: 'I4',
     title: 'A wait is resolved at most once, by exactly one resolver',
     violation:
-      'waits whose execution took both the EVENT and the TIMEOUT branch, or that completed without a recorded resolver',
+      'waits resolved twice or inconsistently: completed with no resolver, a resolver that disagrees with its branch or event, ' +
+      'a resolution rewritten after the wait completed, or more than one (or another party\'s) audited operator resolution',
+    // Counted from what the step rows and the audit log record, never from the path the
+    // execution took afterwards: two branches may legally merge (EVENT -> A and
+    // TIMEOUT -> B -> A), so "both branch targets have step rows" proves nothing.
     count: (db) =>
       scalar(db.$queryRaw`
-        SELECT
-          (SELECT count(*) FROM "StepExecution" w
-             JOIN "WorkflowStep" ws ON ws.id = w."stepId" AND ws.type = 'WAIT_FOR_EVENT'
-             JOIN "WorkflowTransition" te ON te."fromStepId" = ws.id AND te.branch = 'EVENT'
-             JOIN "WorkflowTransition" tt ON tt."fromStepId" = ws.id AND tt.branch = 'TIMEOUT'
-            WHERE te."toStepId" <> tt."toStepId"
-              AND EXISTS (SELECT 1 FROM "StepExecution" a WHERE a."executionId" = w."executionId" AND a."stepId" = te."toStepId")
-              AND EXISTS (SELECT 1 FROM "StepExecution" b WHERE b."executionId" = w."executionId" AND b."stepId" = tt."toStepId"))
-          +
-          (SELECT count(*) FROM "StepExecution" w
-             JOIN "WorkflowStep" ws ON ws.id = w."stepId" AND ws.type IN ('WAIT_FOR_EVENT', 'DELAY')
-            WHERE w.status = 'COMPLETED' AND w."resolvedBy" IS NULL)
-          AS n`),
+        SELECT count(*) AS n
+          FROM "StepExecution" w
+          JOIN "WorkflowStep" ws ON ws.id = w."stepId" AND ws.type IN ('WAIT_FOR_EVENT', 'DELAY')
+          JOIN "WorkflowExecution" e ON e.id = w."executionId"
+         WHERE (w.status = 'COMPLETED' AND w."resolvedBy" IS NULL)
+            -- half-written resolutions
+            OR (w."resolvedBy" IS NULL AND (w."resolvedAt" IS NOT NULL OR w."resolvedBranch" IS NOT NULL OR w."resumeEventId" IS NOT NULL))
+            OR (w."resolvedBy" IS NOT NULL AND w."resolvedAt" IS NULL)
+            -- the resolver and the branch or event it recorded disagree
+            OR (ws.type = 'DELAY' AND (w."resolvedBy" = 'EVENT' OR w."resolvedBranch" IS NOT NULL OR w."resumeEventId" IS NOT NULL))
+            OR (ws.type = 'WAIT_FOR_EVENT' AND w."resolvedBy" IS NOT NULL AND (
+                  w."resolvedBranch" IS NULL OR w."resolvedBranch" NOT IN ('EVENT', 'TIMEOUT')
+               OR (w."resolvedBy" = 'TIMEOUT' AND (w."resolvedBranch" <> 'TIMEOUT' OR w."resumeEventId" IS NOT NULL))
+               OR (w."resolvedBy" = 'EVENT' AND w."resolvedBranch" <> 'EVENT')
+               OR (w."resolvedBranch" = 'TIMEOUT' AND w."resumeEventId" IS NOT NULL)))
+            -- resumed by an event that is not its contact's
+            OR (w."resumeEventId" IS NOT NULL AND NOT EXISTS (
+                  SELECT 1 FROM "Event" ev WHERE ev.id = w."resumeEventId" AND ev."contactId" = e."contactId"))
+            -- resolved again after it completed: the resolution its completion recorded differs
+            OR (w.status = 'COMPLETED' AND w.output ? 'resolvedBy'
+                AND (w.output->>'resolvedBy' IS DISTINCT FROM w."resolvedBy"::text
+                     OR w.output->>'branch' IS DISTINCT FROM w."resolvedBranch"))
+            -- audited manual resolutions: more than one, or one by a party other than the row's resolver
+            OR (SELECT count(*) FROM "AuditEntry" a
+                 WHERE a."projectId" = e."projectId" AND a."targetId" = e.id::text AND a.outcome = 'APPLIED'
+                   AND ${resolutionOf(Prisma.sql`w`, Prisma.sql`ws`)}) > 1
+            OR EXISTS (SELECT 1 FROM "AuditEntry" a
+                 WHERE a."projectId" = e."projectId" AND a."targetId" = e.id::text AND a.outcome = 'APPLIED'
+                   AND ${resolutionOf(Prisma.sql`w`, Prisma.sql`ws`)}
+                   AND (CASE WHEN a.action = 'waits.resolve' THEN a.after->>'resolvedBy' ELSE 'OPERATOR' END)
+                       IS DISTINCT FROM w."resolvedBy"::text)`),
   },
   {
     id: 'I5',
@@ -104,28 +143,80 @@ export const INVARIANTS: readonly InvariantCheck[] = [
     id: 'I7',
     title: 'Nothing accepted is lost',
     violation:
-      'active executions with no way forward: RUNNING with no wake-up time, or WAITING with no wait row at their step',
+      'accepted work with no way forward and no stuck reason: an active execution with no wake-up time or no wait row, ' +
+      'an event both processed and dead-lettered, an email SENDING with no lease, or a step that queued an email which is gone',
+    // Everything else is either moving (the workers take it) or listed by a stuck reason
+    // (server/repair/stuck.ts): a pending event (EVENT_PENDING), a dead one (EVENT_DEAD),
+    // an email left SENDING past its lease (MESSAGE_UNCONFIRMED) or FAILED (MESSAGE_FAILED).
     count: (db) =>
       scalar(db.$queryRaw`
-        SELECT count(*) AS n
-          FROM "WorkflowExecution" e
-         WHERE (e.status = 'RUNNING' AND e."readyAt" IS NULL)
-            OR (e.status = 'WAITING' AND NOT EXISTS (
-                  SELECT 1 FROM "StepExecution" s
-                   WHERE s."executionId" = e.id AND s."stepId" = e."currentStepId" AND s.status = 'WAITING'))`),
+        SELECT
+          (SELECT count(*) FROM "WorkflowExecution" e
+            WHERE (e.status = 'RUNNING' AND e."readyAt" IS NULL)
+               OR (e.status = 'WAITING' AND NOT EXISTS (
+                     SELECT 1 FROM "StepExecution" s
+                      WHERE s."executionId" = e.id AND s."stepId" = e."currentStepId" AND s.status = 'WAITING')))
+          +
+          (SELECT count(*) FROM "Event" ev WHERE ev."processedAt" IS NOT NULL AND ev."deadAt" IS NOT NULL)
+          +
+          (SELECT count(*) FROM "Message" m WHERE m.status = 'SENDING' AND m."leaseExpiresAt" IS NULL)
+          +
+          (SELECT count(*) FROM "StepExecution" s
+             JOIN "WorkflowStep" ws ON ws.id = s."stepId" AND ws.type = 'SEND_EMAIL'
+            WHERE s.status = 'COMPLETED' AND s.output->>'queued' = 'true'
+              AND NOT EXISTS (SELECT 1 FROM "Message" m WHERE m."stepExecutionId" = s.id))
+          AS n`),
   },
   {
     id: 'I8',
     title: 'Every manual action is audited',
-    violation: 'executions resolved or cancelled by an operator with no audit entry recording it',
+    violation:
+      'manual changes with no audit entry of their own: a cancel, an operator resolution of a wait, a skipped step, ' +
+      'a step reset for a retry, or an email given up on',
+    // Each change is matched to the entry its own action writes (server/repair/actions.ts:
+    // action "repair.<ACTION>" on the execution, naming the step; waits.resolve; message
+    // repairs on the message), never to just any entry on the execution.
     count: (db) =>
       scalar(db.$queryRaw`
-        SELECT count(*) AS n
-          FROM "WorkflowExecution" e
-         WHERE (e.status = 'CANCELLED'
-                OR EXISTS (SELECT 1 FROM "StepExecution" s WHERE s."executionId" = e.id AND s."resolvedBy" = 'OPERATOR'))
-           AND NOT EXISTS (SELECT 1 FROM "AuditEntry" a
-                            WHERE a."projectId" = e."projectId" AND a."targetId" = e.id::text AND a.outcome = 'APPLIED')`),
+        SELECT
+          (SELECT count(*) FROM "WorkflowExecution" e
+            WHERE e.status = 'CANCELLED'
+              AND NOT EXISTS (SELECT 1 FROM "AuditEntry" a
+                               WHERE a."projectId" = e."projectId" AND a."targetId" = e.id::text
+                                 AND a.action = 'repair.CANCEL' AND a.outcome = 'APPLIED'))
+          +
+          (SELECT count(*) FROM "StepExecution" w
+             JOIN "WorkflowStep" ws ON ws.id = w."stepId"
+             JOIN "WorkflowExecution" e ON e.id = w."executionId"
+            WHERE w."resolvedBy" = 'OPERATOR'
+              AND NOT EXISTS (SELECT 1 FROM "AuditEntry" a
+                               WHERE a."projectId" = e."projectId" AND a."targetId" = e.id::text AND a.outcome = 'APPLIED'
+                                 AND ${resolutionOf(Prisma.sql`w`, Prisma.sql`ws`)}
+                                 AND (a.action <> 'waits.resolve' OR a.after->>'resolvedBy' = 'OPERATOR')))
+          +
+          (SELECT count(*) FROM "StepExecution" s
+             JOIN "WorkflowStep" ws ON ws.id = s."stepId"
+             JOIN "WorkflowExecution" e ON e.id = s."executionId"
+            WHERE s.status = 'SKIPPED' AND s.output ? 'skipped'
+              AND NOT EXISTS (SELECT 1 FROM "AuditEntry" a
+                               WHERE a."projectId" = e."projectId" AND a."targetId" = e.id::text AND a.outcome = 'APPLIED'
+                                 AND a.action = 'repair.SKIP_STEP' AND ${namesStep(Prisma.sql`s`, Prisma.sql`ws`)}))
+          +
+          -- Only an operator's retry puts a step row back to PENDING (retryStep).
+          (SELECT count(*) FROM "StepExecution" s
+             JOIN "WorkflowStep" ws ON ws.id = s."stepId"
+             JOIN "WorkflowExecution" e ON e.id = s."executionId"
+            WHERE s.status = 'PENDING'
+              AND NOT EXISTS (SELECT 1 FROM "AuditEntry" a
+                               WHERE a."projectId" = e."projectId" AND a."targetId" = e.id::text AND a.outcome = 'APPLIED'
+                                 AND a.action = 'repair.RETRY_STEP' AND ${namesStep(Prisma.sql`s`, Prisma.sql`ws`)}))
+          +
+          (SELECT count(*) FROM "Message" m
+            WHERE m.status = 'ABANDONED'
+              AND NOT EXISTS (SELECT 1 FROM "AuditEntry" a
+                               WHERE a."projectId" = m."projectId" AND a."targetId" = m.id::text
+                                 AND a.action = 'repair.GIVE_UP' AND a.outcome = 'APPLIED'))
+          AS n`),
   },
 ];
 

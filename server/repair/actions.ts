@@ -1,4 +1,4 @@
-import type { Db, DbTx } from '../db';
+import { Prisma, type Db, type DbTx } from '../db';
 import {
   cancelExecution,
   claimWait,
@@ -7,7 +7,9 @@ import {
   retryStep,
   skipStep,
   type ExecutionState,
+  type OperatorClaimResult,
 } from '../engine/claims';
+import { ACTIVE_STATUSES, claimMayMove, reactivates, type ClaimName } from '../engine/transitions';
 import { createEngineContext, type EngineContext } from '../engine/context';
 import { dispatchEvent } from '../engine/events';
 import { continueAfterWait, eventContextPatch } from '../engine/runner';
@@ -75,6 +77,8 @@ export interface ExecutionSnapshot {
   stepRow: StepRowSummary | null;
   message: MessageSummary | null;
   stuck: StuckItem[];
+  /** Another active (RUNNING or WAITING) execution of the same workflow and contact (I1), if any. */
+  activeExecutionId: string | null;
 }
 
 export interface EventSnapshot {
@@ -100,11 +104,22 @@ export interface Plan {
   branch: string | null;
   nextStep: StepSummary | null;
   sideEffect: { emailMayBeSent: boolean; existingMessage: MessageSummary | null; note: string };
+  /** Refused because it would make a second active execution (I1): the one that is active. */
+  conflict?: ActiveExecutionConflict | null;
 }
+
+/** A repair that would make a second active execution of a (workflow, contact) (I1). */
+export type ActiveExecutionConflict = {
+  reason: 'ACTIVE_EXECUTION';
+  /** The execution that is active. */
+  executionId: string;
+};
 
 export interface Preview {
   action: RepairAction;
   expectedVersion: number;
+  /** The step execution the action targets (send it back with the version): null if the step has no row. */
+  expectedStepExecutionId: string | null;
   target: ExecutionSnapshot | EventSnapshot;
   plan: Plan;
 }
@@ -124,6 +139,7 @@ export type ApplyResult =
   | { ok: true; action: RepairAction; executionId: string | null; eventId: string | null; version: number; change: string }
   | { ok: false; code: 'CONFLICT'; conflict: Conflict }
   | { ok: false; code: 'NOT_ALLOWED'; message: string; target: ExecutionSnapshot | EventSnapshot }
+  | { ok: false; code: 'ACTIVE_EXECUTION'; message: string; conflict: ActiveExecutionConflict; target: ExecutionSnapshot | EventSnapshot }
   | { ok: false; code: 'NOT_FOUND'; message: string };
 
 export class RepairNotFound extends Error {
@@ -159,6 +175,7 @@ export async function loadExecution(
       messageSubject: string | null;
       messageSentAt: Date | null;
       messageCreatedAt: Date | null;
+      activeExecutionId: string | null;
     })[]
   >`
     SELECT e.id, e."projectId", e."workflowId", w.name AS "workflowName", e."contactId", c.email AS "contactEmail",
@@ -167,7 +184,11 @@ export async function loadExecution(
            s.id AS "rowId", s.status::text AS "rowStatus", s.attempt, s."leaseExpiresAt", s."dueAt",
            s."resolvedBy"::text AS "resolvedBy", s."resolvedAt", s."resolvedBranch", s.error AS "rowError",
            m.id AS "messageId", m.status::text AS "messageStatus", m.subject AS "messageSubject",
-           m."sentAt" AS "messageSentAt", m."createdAt" AS "messageCreatedAt"
+           m."sentAt" AS "messageSentAt", m."createdAt" AS "messageCreatedAt",
+           (SELECT o.id FROM "WorkflowExecution" o
+             WHERE o."workflowId" = e."workflowId" AND o."contactId" = e."contactId" AND o.id <> e.id
+               AND o.status IN (${Prisma.join(ACTIVE_STATUSES.map((a) => Prisma.sql`${a}::"ExecutionStatus"`))})
+             LIMIT 1) AS "activeExecutionId"
       FROM "WorkflowExecution" e
       JOIN "Workflow" w ON w.id = e."workflowId"
       JOIN "Contact" c ON c.id = e."contactId"
@@ -206,6 +227,7 @@ export async function loadExecution(
       ? { id: r.messageId, status: r.messageStatus!, subject: r.messageSubject!, sentAt: r.messageSentAt, createdAt: r.messageCreatedAt! }
       : null,
     stuck: await stuckReasonsOf(db, { projectId, graceSeconds }, executionId),
+    activeExecutionId: r.activeExecutionId,
   };
 }
 
@@ -233,20 +255,37 @@ function summary(graph: WorkflowGraph, stepId: string | null): StepSummary | nul
 
 const noEmail = (note: string, existing: MessageSummary | null = null) => ({ emailMayBeSent: false, existingMessage: existing, note });
 
+/**
+ * The claim behind each execution action whose "may it?" is the transitions table's
+ * (server/engine/transitions.ts): the planner asks the table the claim's SQL reads.
+ */
+export const ACTION_CLAIMS = {
+  RETRY_STEP: 'retryStep',
+  SKIP_STEP: 'skipStep',
+  CANCEL: 'cancelExecution',
+} as const satisfies Partial<Record<RepairAction, ClaimName>>;
+
 export function planAction(
   action: RepairAction,
   target: ExecutionSnapshot | EventSnapshot,
   graph: WorkflowGraph | null,
   now = new Date(),
 ): Plan {
-  const refuse = (refusal: string): Plan => ({
+  const refuse = (refusal: string, conflict: ActiveExecutionConflict | null = null): Plan => ({
     allowed: false,
     refusal,
     change: 'nothing',
     branch: null,
     nextStep: null,
     sideEffect: noEmail('nothing is sent'),
+    conflict,
   });
+  // I1: the execution would become active beside another active one of its contact.
+  const refuseActive = (x: ExecutionSnapshot, doing: string): Plan =>
+    refuse(
+      `the contact has another active execution of "${x.workflowName}" (${x.activeExecutionId}); ${doing} would make a second one. Let that one finish or cancel it first`,
+      { reason: 'ACTIVE_EXECUTION', executionId: x.activeExecutionId! },
+    );
 
   if (action === 'REDRIVE_EVENT') {
     if (target.kind !== 'event') return refuse('REDRIVE_EVENT applies to a tracked event; give its eventId');
@@ -317,11 +356,16 @@ export function planAction(
       };
     }
     case 'RETRY_STEP': {
-      const failed = x.status === 'FAILED' && row?.status === 'FAILED';
-      const stalled = x.status === 'RUNNING' && !heldByLiveWorker(x, now);
-      if (!failed && !stalled) {
-        if (x.status === 'RUNNING') return refuse(`a worker holds "${step?.name}" right now (lease until ${row?.leaseExpiresAt?.toISOString()}); wait for it`);
+      const held = heldByLiveWorker(x, now);
+      if (!claimMayMove(ACTION_CLAIMS.RETRY_STEP, x.status, row?.status ?? null) || held) {
+        if (held) return refuse(`a worker holds "${step?.name}" right now (lease until ${row?.leaseExpiresAt?.toISOString()}); wait for it`);
+        if (claimMayMove(ACTION_CLAIMS.RETRY_STEP, x.status, null)) {
+          return refuse(`"${step?.name ?? 'this step'}" is ${row?.status} and cannot be run again`);
+        }
         return refuse(`only a FAILED execution or one whose step no worker holds can be retried (it is ${x.status})`);
+      }
+      if (reactivates(ACTION_CLAIMS.RETRY_STEP, x.status, 'RUNNING') && x.activeExecutionId) {
+        return refuseActive(x, 'retrying');
       }
       const email = step?.type === 'SEND_EMAIL';
       return {
@@ -341,10 +385,15 @@ export function planAction(
       if (!step || !PLAIN_NEXT_TYPES.includes(step.type)) {
         return refuse(`"${step?.name ?? 'this step'}" branches (${step?.type}); use FORCE_TIMEOUT or DELIVER_EVENT for waits`);
       }
-      const waitingDelay = x.status === 'WAITING' && step.type === 'DELAY' && row?.status === 'WAITING' && !row.resolvedBy;
-      const ok = x.status === 'FAILED' || (x.status === 'RUNNING' && !heldByLiveWorker(x, now)) || waitingDelay;
-      if (!ok) return refuse(`"${step.name}" cannot be skipped while the execution is ${x.status}${heldByLiveWorker(x, now) ? ' and a worker holds it' : ''}`);
+      // WAITING only on a DELAY not yet resolved (the claim checks the same).
+      const waitingOk = x.status !== 'WAITING' || (step.type === 'DELAY' && row?.status === 'WAITING' && !row.resolvedBy);
+      const held = heldByLiveWorker(x, now);
+      const ok = claimMayMove(ACTION_CLAIMS.SKIP_STEP, x.status, row?.status ?? null) && waitingOk && !held;
+      if (!ok) return refuse(`"${step.name}" cannot be skipped while the execution is ${x.status}${held ? ' and a worker holds it' : row && x.status !== 'WAITING' ? ` and its step is ${row.status}` : ''}`);
       const next = nextStepId(graph, step.id, null);
+      if (reactivates(ACTION_CLAIMS.SKIP_STEP, x.status, next ? 'RUNNING' : 'COMPLETED') && x.activeExecutionId) {
+        return refuseActive(x, 'skipping to the next step');
+      }
       return {
         allowed: true,
         refusal: null,
@@ -358,7 +407,7 @@ export function planAction(
       };
     }
     case 'CANCEL': {
-      if (!['RUNNING', 'WAITING', 'FAILED'].includes(x.status)) return refuse(`the execution already ended (${x.status})`);
+      if (!claimMayMove(ACTION_CLAIMS.CANCEL, x.status, row?.status ?? null)) return refuse(`the execution already ended (${x.status})`);
       return {
         allowed: true,
         refusal: null,
@@ -413,7 +462,13 @@ async function loadTarget(
 
 export async function previewRepair(db: DbTx, req: RepairRequest, opts: RepairOptions): Promise<Preview> {
   const { target, graph } = await loadTarget(db, req, opts);
-  return { action: req.action, expectedVersion: target.version, target, plan: planAction(req.action, target, graph) };
+  return {
+    action: req.action,
+    expectedVersion: target.version,
+    expectedStepExecutionId: target.kind === 'execution' ? (target.stepRow?.id ?? null) : null,
+    target,
+    plan: planAction(req.action, target, graph),
+  };
 }
 
 /** Who moved the execution since the operator looked: from the wait row, or the audit log. */
@@ -460,7 +515,17 @@ function stateOf(target: ExecutionSnapshot | EventSnapshot) {
  */
 export async function applyRepair(
   db: Db,
-  req: RepairRequest & { actor: string; expectedVersion: number; reason: string },
+  req: RepairRequest & {
+    actor: string;
+    expectedVersion: number;
+    reason: string;
+    /**
+     * The step execution the operator saw (the preview's, or a bulk selection's): the
+     * action loses if the execution has moved to another one, even at the same version,
+     * and a loser is told what became of this one. Undefined: not checked.
+     */
+    expectedStepExecutionId?: string | null;
+  },
   opts: RepairOptions & { engine?: Partial<EngineContext> },
 ): Promise<ApplyResult> {
   let afterCommit: ((ctx: EngineContext) => Promise<unknown>) | null = null;
@@ -482,11 +547,20 @@ export async function applyRepair(
           outcome,
         });
 
-      if (target.version !== req.expectedVersion) {
+      // The wait the operator targeted: the step execution they saw when they send it;
+      // else the execution's current wait; else (it moved past its waits) its latest one.
+      const targetedStep: TargetedStep =
+        req.expectedStepExecutionId !== undefined
+          ? { stepExecutionId: req.expectedStepExecutionId }
+          : target.kind === 'execution' && target.step && WAIT_STEP_TYPES.includes(target.step.type)
+            ? { stepExecutionId: target.stepRow?.id ?? null }
+            : 'LATEST';
+      const stepMoved = target.kind === 'execution' && req.expectedStepExecutionId !== undefined && (target.stepRow?.id ?? null) !== req.expectedStepExecutionId;
+      if (target.version !== req.expectedVersion || stepMoved) {
         const current = target.kind === 'execution' ? await readExecutionState(tx, target.id) : null;
         const conflict =
           target.kind === 'execution'
-            ? await conflictFor(tx, req.projectId, req.action, current)
+            ? await conflictFor(tx, req.projectId, req.action, current, targetedStep)
             : ({
                 reason: 'STALE_VERSION',
                 currentVersion: target.version,
@@ -498,14 +572,31 @@ export async function applyRepair(
       }
       const plan = planAction(req.action, target, graph);
       if (!plan.allowed) {
+        if (plan.conflict) {
+          await audit('REJECTED', { refusal: plan.refusal, conflict: plan.conflict });
+          return { ok: false, code: 'ACTIVE_EXECUTION', message: plan.refusal!, conflict: plan.conflict, target } as const;
+        }
         await audit('REJECTED', { refusal: plan.refusal });
         return { ok: false, code: 'NOT_ALLOWED', message: plan.refusal!, target } as const;
       }
 
       const lost = async (current: ExecutionState | null): Promise<ApplyResult> => {
-        const conflict = await conflictFor(tx, req.projectId, req.action, current);
+        const conflict = await conflictFor(tx, req.projectId, req.action, current, targetedStep);
         await audit('LOST', { conflict });
         return { ok: false, code: 'CONFLICT', conflict };
+      };
+      /** An operator claim's loss: to I1 (an execution became active meanwhile), or to whoever moved it. */
+      const lostClaim = async (r: Exclude<OperatorClaimResult, { won: true }>): Promise<ApplyResult> => {
+        if (!('reason' in r)) return lost(r.current);
+        const conflict: ActiveExecutionConflict = { reason: 'ACTIVE_EXECUTION', executionId: r.executionId };
+        await audit('LOST', { conflict });
+        return {
+          ok: false,
+          code: 'ACTIVE_EXECUTION',
+          message: `the contact now has another active execution of "${target.kind === 'execution' ? target.workflowName : ''}" (${r.executionId}); nothing was changed`,
+          conflict,
+          target,
+        };
       };
       const applied = async (version: number): Promise<ApplyResult> => {
         await audit('APPLIED', { ...plan, version });
@@ -564,7 +655,7 @@ export async function applyRepair(
         }
         case 'RETRY_STEP': {
           const r = await retryStep(tx, { executionId: x.id, expectedVersion: req.expectedVersion });
-          if (!r.won) return lost(r.current);
+          if (!r.won) return lostClaim(r);
           afterCommit = () => notifyWorkers(db);
           return applied(r.version);
         }
@@ -577,7 +668,7 @@ export async function applyRepair(
             status: plan.nextStep ? 'RUNNING' : 'COMPLETED',
             note: `skipped by ${req.actor}: ${req.reason}`,
           });
-          if (!r.won) return lost(r.current);
+          if (!r.won) return lostClaim(r);
           afterCommit = () => notifyWorkers(db);
           return applied(r.version);
         }
@@ -613,23 +704,35 @@ async function resumeContext(db: DbTx, executionId: string): Promise<Record<stri
 }
 
 const WAIT_ACTIONS: readonly RepairAction[] = ['FORCE_TIMEOUT', 'DELIVER_EVENT', 'RESUME_CONTINUATION'];
+const WAIT_STEP_TYPES: readonly string[] = ['WAIT_FOR_EVENT', 'DELAY'];
+
+/** The wait a repair targeted: one step execution, or (not known) the execution's latest resolved one. */
+type TargetedStep = { stepExecutionId: string | null } | 'LATEST';
 
 /**
- * What the operator lost to. For an action on a wait, the wait's latest resolution (by an
- * event, the timer, or another operator) is the answer; otherwise the execution moved on
- * (a worker, or another operator per the audit log).
+ * What the operator lost to. For an action on a wait, the resolution of the wait they
+ * targeted (by an event, the timer, or another operator) is the answer — not that of a
+ * later (or earlier) wait of the execution. Only when the caller did not say which step
+ * execution it saw and the execution has moved past its waits is the latest resolution
+ * taken. Otherwise the execution moved on (a worker, or another operator per the audit log).
  */
 async function conflictFor(
   db: DbTx,
   projectId: string,
   action: RepairAction,
   current: ExecutionState | null,
+  targeted: TargetedStep,
 ): Promise<Conflict> {
-  if (current && WAIT_ACTIONS.includes(action)) {
-    const [row] = await db.$queryRaw<{ resolvedBy: string; resolvedAt: Date | null }[]>`
-      SELECT "resolvedBy"::text AS "resolvedBy", "resolvedAt" FROM "StepExecution"
-       WHERE "executionId" = ${current.id}::uuid AND "resolvedBy" IS NOT NULL
-       ORDER BY "resolvedAt" DESC LIMIT 1`;
+  if (current && WAIT_ACTIONS.includes(action) && (targeted === 'LATEST' || targeted.stepExecutionId)) {
+    const [row] =
+      targeted === 'LATEST'
+        ? await db.$queryRaw<{ resolvedBy: string; resolvedAt: Date | null }[]>`
+            SELECT "resolvedBy"::text AS "resolvedBy", "resolvedAt" FROM "StepExecution"
+             WHERE "executionId" = ${current.id}::uuid AND "resolvedBy" IS NOT NULL
+             ORDER BY "resolvedAt" DESC LIMIT 1`
+        : await db.$queryRaw<{ resolvedBy: string; resolvedAt: Date | null }[]>`
+            SELECT "resolvedBy"::text AS "resolvedBy", "resolvedAt" FROM "StepExecution"
+             WHERE id = ${targeted.stepExecutionId}::uuid AND "executionId" = ${current.id}::uuid AND "resolvedBy" IS NOT NULL`;
     if (row) {
       const winner: Winner =
         row.resolvedBy === 'OPERATOR'

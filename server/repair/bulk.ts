@@ -1,9 +1,12 @@
-import type { Db, DbTx } from '../db';
-import { applyRepair, previewRepair, RepairNotFound, type RepairAction, type RepairOptions } from './actions';
-import { listStuck, type StuckReason } from './stuck';
+import { Prisma, type Db, type DbTx } from '../db';
+import { applyRepair, RepairNotFound, type ActiveExecutionConflict, type RepairAction, type RepairOptions } from './actions';
+import { applyMessageRepair, isMessageRepairAction, type MessageRepairAction } from './messages';
+import { listStuck, MESSAGE_REASONS, type StuckItem, type StuckReason } from './stuck';
 
 // Bulk repair on a filter: first a count (a dry run the operator confirms), then one
-// claim per execution at a bounded rate, each reported as applied or skipped with why.
+// claim per execution at a bounded rate, each fenced by the version and step execution
+// the row had when selected, and reported as applied, skipped because it changed since
+// (SKIPPED_CHANGED), or refused with why (SKIPPED).
 // Every execution is its own transaction, so interrupting the run (abort, crash) leaves
 // each one either repaired or untouched, never half-way.
 
@@ -14,32 +17,79 @@ export interface BulkFilter {
   executionIds?: string[];
 }
 
+/** What became of one selected row. */
+export type BulkOutcome =
+  /** Repaired. */
+  | 'APPLIED'
+  /** Left alone: it changed since it was selected (another version or another step execution). */
+  | 'SKIPPED_CHANGED'
+  /** Left alone: the action is refused in its state (see detail, and conflict for ACTIVE_EXECUTION). */
+  | 'SKIPPED';
+
 export interface BulkItem {
   executionId: string | null;
   eventId: string | null;
-  outcome: 'APPLIED' | 'SKIPPED';
-  /** Why it was skipped: it changed since selection, or the action is not allowed in its state. */
+  /** The email, for the message repairs (MARK_SENT, RESEND, GIVE_UP) of a MESSAGE_* group. */
+  messageId: string | null;
+  outcome: BulkOutcome;
+  /** What was done, or why not. */
   detail: string;
+  /** A row refused because repairing it would make a second active execution (I1). */
+  conflict?: ActiveExecutionConflict;
+}
+
+/**
+ * One selected row, as it was when selected: the version and the step execution the
+ * repair is fenced by. An execution that has moved on since (a newer wait, a newer step)
+ * is reported SKIPPED_CHANGED, never repaired in its new state.
+ */
+export interface BulkTarget {
+  executionId: string | null;
+  eventId: string | null;
+  /** A MESSAGE_* row: the email (its version is then the message's). */
+  messageId?: string | null;
+  /** The execution's version (an event's: its dispatch attempts; a message's: its own) at selection. */
+  version: number;
+  /** The execution's current step execution at selection (null: the step had no row); null for events. */
+  stepExecutionId: string | null;
 }
 
 export const BULK_MAX = 10_000;
 
-/** The targets a filter selects right now (bounded), as { executionId | eventId }. */
+/** An execution's or event's repair, or (for a MESSAGE_* group) an email's. */
+export type BulkAction = RepairAction | MessageRepairAction;
+
+interface SelectedRow {
+  id: string;
+  version: number;
+  stepExecutionId: string | null;
+}
+
+/** Executions with the version and current step execution they have right now. */
+function selectExecutions(db: DbTx, where: Prisma.Sql): Promise<SelectedRow[]> {
+  return db.$queryRaw<SelectedRow[]>`
+    SELECT e.id, e.version, s.id AS "stepExecutionId"
+      FROM "WorkflowExecution" e
+      LEFT JOIN "StepExecution" s ON s."executionId" = e.id AND s."stepId" = e."currentStepId"
+     WHERE ${where}
+     ORDER BY e."startedAt" DESC LIMIT ${BULK_MAX}::int`;
+}
+
+const asTarget = (r: SelectedRow): BulkTarget => ({ executionId: r.id, eventId: null, version: r.version, stepExecutionId: r.stepExecutionId });
+
+/** The targets a filter selects right now (bounded), each with the version and step execution it has now. */
 export async function selectTargets(
   db: DbTx,
   projectId: string,
   filter: BulkFilter,
   opts: RepairOptions,
-): Promise<{ executionId: string | null; eventId: string | null }[]> {
+): Promise<BulkTarget[]> {
   if (filter.executionIds?.length) {
-    const rows = await db.$queryRaw<{ id: string }[]>`
-      SELECT id FROM "WorkflowExecution"
-       WHERE "projectId" = ${projectId}::uuid AND id = ANY(${filter.executionIds}::uuid[])
-       ORDER BY "startedAt" DESC LIMIT ${BULK_MAX}::int`;
-    return rows.map((r) => ({ executionId: r.id, eventId: null }));
+    const rows = await selectExecutions(db, Prisma.sql`e."projectId" = ${projectId}::uuid AND e.id = ANY(${filter.executionIds}::uuid[])`);
+    return rows.map(asTarget);
   }
   if (filter.reason) {
-    const targets: { executionId: string | null; eventId: string | null }[] = [];
+    const items: StuckItem[] = [];
     let cursor = null;
     do {
       const page = await listStuck(db, {
@@ -50,46 +100,116 @@ export async function selectTargets(
         cursor,
         limit: 500,
       });
-      targets.push(...page.items.map((i) => ({ executionId: i.executionId, eventId: i.eventId })));
+      items.push(...page.items);
       cursor = page.nextCursor;
-    } while (cursor && targets.length < BULK_MAX);
-    return targets.slice(0, BULK_MAX);
+    } while (cursor && items.length < BULK_MAX);
+    const selected = items.slice(0, BULK_MAX);
+    // A stuck item carries the version its predicate saw. The execution's current step
+    // execution is read with it (an item's own stepExecutionId may be another step's: a
+    // message's); it belongs to the listed version only if the version has not moved, and
+    // if it has, the row has changed since selection anyway.
+    const executionIds = selected.filter((i) => i.executionId).map((i) => i.executionId!);
+    const now = new Map(
+      (executionIds.length
+        ? await selectExecutions(db, Prisma.sql`e."projectId" = ${projectId}::uuid AND e.id = ANY(${executionIds}::uuid[])`)
+        : []
+      ).map((r) => [r.id, r]),
+    );
+    const targets: BulkTarget[] = [];
+    const seen = new Set<string>();
+    if (MESSAGE_REASONS.includes(filter.reason)) {
+      // Email rows: one target per message, fenced by the message's own version.
+      return selected.flatMap((item) => {
+        const d = item.detail as { messageId?: string; messageVersion?: unknown };
+        return d.messageId && typeof d.messageVersion === 'number'
+          ? [{ executionId: item.executionId, eventId: null, messageId: d.messageId, version: d.messageVersion, stepExecutionId: null }]
+          : [];
+      });
+    }
+    for (const item of selected) {
+      // An execution (or event) listed twice for one reason (two of its emails failed,
+      // say) is repaired once.
+      const key = item.executionId ?? item.eventId;
+      if (!key || seen.has(key)) continue;
+      seen.add(key);
+      const detail = item.detail as { version?: unknown };
+      const listedVersion = typeof detail.version === 'number' ? detail.version : null;
+      if (!item.executionId) {
+        if (item.eventId && listedVersion !== null) targets.push({ executionId: null, eventId: item.eventId, version: listedVersion, stepExecutionId: null });
+        continue;
+      }
+      const row = now.get(item.executionId);
+      if (!row) continue;
+      const version = listedVersion ?? row.version;
+      targets.push({ executionId: item.executionId, eventId: item.eventId, version, stepExecutionId: row.version === version ? row.stepExecutionId : null });
+    }
+    return targets;
   }
   if (filter.status) {
-    const rows = await db.$queryRaw<{ id: string }[]>`
-      SELECT id FROM "WorkflowExecution"
-       WHERE "projectId" = ${projectId}::uuid AND status = ${filter.status}::"ExecutionStatus"
-         AND (${filter.workflowId ?? null}::uuid IS NULL OR "workflowId" = ${filter.workflowId ?? null}::uuid)
-       ORDER BY "startedAt" DESC LIMIT ${BULK_MAX}::int`;
-    return rows.map((r) => ({ executionId: r.id, eventId: null }));
+    const rows = await selectExecutions(
+      db,
+      Prisma.sql`e."projectId" = ${projectId}::uuid AND e.status = ${filter.status}::"ExecutionStatus"
+         AND (${filter.workflowId ?? null}::uuid IS NULL OR e."workflowId" = ${filter.workflowId ?? null}::uuid)`,
+    );
+    return rows.map(asTarget);
   }
   throw new RepairNotFound('a bulk repair needs a filter: a stuck reason, a status or execution ids');
 }
 
-/** One target of a bulk repair: preview for the current version, then apply with it. */
+/**
+ * One target of a bulk repair, fenced by what was selected: the version and step
+ * execution of the selection, not whatever the row has become since.
+ */
 async function repairOne(
   db: Db,
-  req: { projectId: string; actor: string; action: RepairAction; reason: string },
-  target: { executionId: string | null; eventId: string | null },
+  req: { projectId: string; actor: string; action: BulkAction; reason: string },
+  target: BulkTarget,
   opts: RepairOptions,
-): Promise<Pick<BulkItem, 'outcome' | 'detail'>> {
-  const request = { projectId: req.projectId, action: req.action, executionId: target.executionId, eventId: target.eventId };
+): Promise<Pick<BulkItem, 'outcome' | 'detail' | 'conflict'>> {
+  if (isMessageRepairAction(req.action)) {
+    if (!target.messageId) return { outcome: 'SKIPPED', detail: `${req.action} repairs an email; this row is not one` };
+    const result = await applyMessageRepair(db, {
+      projectId: req.projectId,
+      action: req.action,
+      messageId: target.messageId,
+      actor: req.actor,
+      reason: req.reason,
+      expectedVersion: target.version,
+    });
+    if (result.ok) return { outcome: 'APPLIED', detail: result.change };
+    if (result.code === 'CONFLICT') return { outcome: 'SKIPPED_CHANGED', detail: 'the email changed since selection; left alone' };
+    return { outcome: 'SKIPPED', detail: result.message };
+  }
+  if (target.messageId) return { outcome: 'SKIPPED', detail: `an email's row: repair it with MARK_SENT, RESEND or GIVE_UP, not ${req.action}` };
+  const action = req.action;
   try {
-    const preview = await previewRepair(db, request, opts);
-    if (!preview.plan.allowed) return { outcome: 'SKIPPED', detail: preview.plan.refusal ?? 'not allowed' };
     const result = await applyRepair(
       db,
-      { ...request, actor: req.actor, reason: req.reason, expectedVersion: preview.expectedVersion },
+      {
+        projectId: req.projectId,
+        action,
+        executionId: target.executionId,
+        eventId: target.eventId,
+        actor: req.actor,
+        reason: req.reason,
+        expectedVersion: target.version,
+        ...(target.executionId ? { expectedStepExecutionId: target.stepExecutionId } : {}),
+      },
       opts,
     );
     if (result.ok) return { outcome: 'APPLIED', detail: result.change };
-    if (result.code === 'CONFLICT') {
-      return {
-        outcome: 'SKIPPED',
-        detail: `changed since selection (${result.conflict.reason}, won by ${result.conflict.winner.kind})`,
-      };
+    switch (result.code) {
+      case 'CONFLICT':
+        return {
+          outcome: 'SKIPPED_CHANGED',
+          detail: `changed since selection (${result.conflict.reason}, by ${result.conflict.winner.kind}); left alone`,
+        };
+      case 'ACTIVE_EXECUTION':
+        return { outcome: 'SKIPPED', detail: result.message, conflict: result.conflict };
+      case 'NOT_ALLOWED':
+      case 'NOT_FOUND':
+        return { outcome: 'SKIPPED', detail: result.message };
     }
-    return { outcome: 'SKIPPED', detail: result.message };
   } catch (error) {
     if (error instanceof RepairNotFound) return { outcome: 'SKIPPED', detail: error.message };
     throw error;
@@ -101,7 +221,7 @@ export async function applyMany(
   req: {
     projectId: string;
     actor: string;
-    action: RepairAction;
+    action: BulkAction;
     reason: string;
     filter: BulkFilter;
     dryRun: boolean;
@@ -127,7 +247,7 @@ export async function applyMany(
     const wait = last + gap - Date.now();
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     last = Date.now();
-    items.push({ ...target, ...(await repairOne(db, req, target, opts)) });
+    items.push({ executionId: target.executionId, eventId: target.eventId, messageId: target.messageId ?? null, ...(await repairOne(db, req, target, opts)) });
     req.onProgress?.(items.length, targets.length);
   }
   return { matched: targets.length, dryRun: false, items, interrupted: false };

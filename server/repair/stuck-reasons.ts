@@ -9,6 +9,8 @@ export const STUCK_REASONS = [
   'EVENT_DEAD',
   'EVENT_PENDING',
   'FAILED',
+  'MESSAGE_UNCONFIRMED',
+  'MESSAGE_FAILED',
 ] as const;
 export type StuckReason = (typeof STUCK_REASONS)[number];
 
@@ -20,12 +22,19 @@ export const STUCK_DESCRIPTIONS: Record<StuckReason, string> = {
   EVENT_DEAD: 'a tracked event was dead-lettered after its last dispatch attempt',
   EVENT_PENDING: 'a tracked event was accepted but not yet processed',
   FAILED: 'failed, and its step can be retried or skipped',
+  MESSAGE_UNCONFIRMED: 'its email was being sent when the sender died: nobody knows whether it went out',
+  MESSAGE_FAILED: 'sending its email failed, and an email is never resent by itself',
 };
+
+/** Reasons whose subject is an email (a Message row) of an execution. */
+export const MESSAGE_REASONS: readonly StuckReason[] = ['MESSAGE_UNCONFIRMED', 'MESSAGE_FAILED'];
 
 /**
  * Reasons running workers clear by themselves (they re-claim expired leases, fire due
  * timers, sweep continuations and pending events): seen past the grace period, they mean
  * no worker is running. The others wait for an operator. (A LEASE_EXPIRED poison step —
- * its lease ran out on every attempt — is left to an operator too.)
+ * its lease ran out on every attempt — is left to an operator too.) An email whose fate is
+ * unknown or that failed is never retried by the workers: an email is sent at most once,
+ * so only a person who checked the provider may send it again.
  */
 export const SELF_HEALING: readonly StuckReason[] = ['WAIT_OVERDUE', 'LEASE_EXPIRED', 'MISSING_STEP', 'CONTINUATION_PENDING', 'EVENT_PENDING'];

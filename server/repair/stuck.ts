@@ -4,10 +4,10 @@ import { Prisma, type DbTx } from '../db';
 // section 5 is one SQL predicate, defined here once and reused by repair.stuck,
 // executions.list({ stuck }), executions.stats, the tests, the bench and the console.
 // Every predicate starts from a small partial index (the timer, lease, continuation,
-// ready-queue and event-queue indexes), so it stays an index scan at millions of rows
+// ready-queue, event-queue and message-outcome indexes), so it stays an index scan at millions of rows
 // (test/repair/stuck-explain.test.ts).
 
-export { STUCK_REASONS, STUCK_DESCRIPTIONS, SELF_HEALING, type StuckReason } from './stuck-reasons';
+export { STUCK_REASONS, STUCK_DESCRIPTIONS, SELF_HEALING, MESSAGE_REASONS, type StuckReason } from './stuck-reasons';
 import { STUCK_REASONS, type StuckReason } from './stuck-reasons';
 
 /** Reasons whose subject is an event, not an execution. */
@@ -15,6 +15,12 @@ export const EVENT_REASONS: readonly StuckReason[] = ['EVENT_DEAD', 'EVENT_PENDI
 
 export interface StuckItem {
   reason: StuckReason;
+  /**
+   * The row the item is about: the execution, the event, or (MESSAGE_*) the message. Unique
+   * within a reason, unlike executionId (an execution may have several emails): the
+   * keyset cursor's tie-breaker.
+   */
+  itemId: string;
   executionId: string | null;
   eventId: string | null;
   workflowId: string | null;
@@ -40,7 +46,7 @@ export function stuckQuery(reason: StuckReason, s: StuckScope): Prisma.Sql {
   switch (reason) {
     case 'WAIT_OVERDUE':
       return Prisma.sql`
-        SELECT 'WAIT_OVERDUE' AS reason, e.id AS "executionId", NULL::uuid AS "eventId", e."workflowId", e."contactId",
+        SELECT 'WAIT_OVERDUE' AS reason, e.id AS "itemId", e.id AS "executionId", NULL::uuid AS "eventId", e."workflowId", e."contactId",
                s."dueAt" AS since,
                jsonb_build_object('stepExecutionId', s.id, 'stepId', s."stepId", 'dueAt', s."dueAt", 'version', e.version) AS detail
           FROM "StepExecution" s
@@ -50,7 +56,7 @@ export function stuckQuery(reason: StuckReason, s: StuckScope): Prisma.Sql {
            ${workflowFilter(s)}`;
     case 'LEASE_EXPIRED':
       return Prisma.sql`
-        SELECT 'LEASE_EXPIRED' AS reason, e.id AS "executionId", NULL::uuid AS "eventId", e."workflowId", e."contactId",
+        SELECT 'LEASE_EXPIRED' AS reason, e.id AS "itemId", e.id AS "executionId", NULL::uuid AS "eventId", e."workflowId", e."contactId",
                s."leaseExpiresAt" AS since,
                jsonb_build_object('stepExecutionId', s.id, 'stepId', s."stepId", 'attempt', s.attempt, 'version', e.version) AS detail
           FROM "StepExecution" s
@@ -62,7 +68,7 @@ export function stuckQuery(reason: StuckReason, s: StuckScope): Prisma.Sql {
       // Due for a worker for longer than the grace, and no worker holds its step: no
       // step row yet, or one waiting for its retry. (A held-but-dead step is LEASE_EXPIRED.)
       return Prisma.sql`
-        SELECT 'MISSING_STEP' AS reason, e.id AS "executionId", NULL::uuid AS "eventId", e."workflowId", e."contactId",
+        SELECT 'MISSING_STEP' AS reason, e.id AS "itemId", e.id AS "executionId", NULL::uuid AS "eventId", e."workflowId", e."contactId",
                e."readyAt" AS since,
                jsonb_build_object('stepId', e."currentStepId", 'stepStatus', s.status, 'attempt', s.attempt, 'version', e.version) AS detail
           FROM "WorkflowExecution" e
@@ -73,7 +79,7 @@ export function stuckQuery(reason: StuckReason, s: StuckScope): Prisma.Sql {
            ${workflowFilter(s)}`;
     case 'CONTINUATION_PENDING':
       return Prisma.sql`
-        SELECT 'CONTINUATION_PENDING' AS reason, e.id AS "executionId", s."resumeEventId" AS "eventId", e."workflowId", e."contactId",
+        SELECT 'CONTINUATION_PENDING' AS reason, e.id AS "itemId", e.id AS "executionId", s."resumeEventId" AS "eventId", e."workflowId", e."contactId",
                s."resolvedAt" AS since,
                jsonb_build_object('stepExecutionId', s.id, 'stepId', s."stepId", 'resolvedBy', s."resolvedBy",
                                   'branch', s."resolvedBranch", 'version', e.version) AS detail
@@ -84,7 +90,7 @@ export function stuckQuery(reason: StuckReason, s: StuckScope): Prisma.Sql {
            ${workflowFilter(s)}`;
     case 'EVENT_DEAD':
       return Prisma.sql`
-        SELECT 'EVENT_DEAD' AS reason, NULL::uuid AS "executionId", ev.id AS "eventId", NULL::uuid AS "workflowId", ev."contactId",
+        SELECT 'EVENT_DEAD' AS reason, ev.id AS "itemId", NULL::uuid AS "executionId", ev.id AS "eventId", NULL::uuid AS "workflowId", ev."contactId",
                ev."deadAt" AS since,
                jsonb_build_object('name', ev.name, 'attempts', ev."dispatchAttempts", 'lastError', ev."lastError",
                                   'version', ev."dispatchAttempts") AS detail
@@ -93,7 +99,7 @@ export function stuckQuery(reason: StuckReason, s: StuckScope): Prisma.Sql {
            AND ${s.workflowId ?? null}::uuid IS NULL`;
     case 'EVENT_PENDING':
       return Prisma.sql`
-        SELECT 'EVENT_PENDING' AS reason, NULL::uuid AS "executionId", ev.id AS "eventId", NULL::uuid AS "workflowId", ev."contactId",
+        SELECT 'EVENT_PENDING' AS reason, ev.id AS "itemId", NULL::uuid AS "executionId", ev.id AS "eventId", NULL::uuid AS "workflowId", ev."contactId",
                ev."createdAt" AS since,
                jsonb_build_object('name', ev.name, 'attempts', ev."dispatchAttempts", 'lastError', ev."lastError",
                                   'nextDispatchAt', ev."nextDispatchAt", 'version', ev."dispatchAttempts") AS detail
@@ -103,13 +109,38 @@ export function stuckQuery(reason: StuckReason, s: StuckScope): Prisma.Sql {
            AND ${s.workflowId ?? null}::uuid IS NULL`;
     case 'FAILED':
       return Prisma.sql`
-        SELECT 'FAILED' AS reason, e.id AS "executionId", NULL::uuid AS "eventId", e."workflowId", e."contactId",
+        SELECT 'FAILED' AS reason, e.id AS "itemId", e.id AS "executionId", NULL::uuid AS "eventId", e."workflowId", e."contactId",
                COALESCE(e."finishedAt", e."updatedAt") AS since,
                jsonb_build_object('stepExecutionId', s.id, 'stepId', s."stepId", 'attempt', s.attempt, 'error', e."lastError",
                                   'version', e.version) AS detail
           FROM "WorkflowExecution" e
           JOIN "StepExecution" s ON s."executionId" = e.id AND s."stepId" = e."currentStepId" AND s.status = 'FAILED'
          WHERE e."projectId" = ${s.projectId}::uuid AND e.status = 'FAILED'
+           ${workflowFilter(s)}`;
+    case 'MESSAGE_UNCONFIRMED':
+      // Claimed for sending (QUEUED -> SENDING) and never recorded SENT or FAILED: the
+      // sender died between handing it to the transport and writing the outcome, so
+      // nobody knows whether it went out. Its lease is the sender's deadline.
+      return Prisma.sql`
+        SELECT 'MESSAGE_UNCONFIRMED' AS reason, m.id AS "itemId", m."executionId", NULL::uuid AS "eventId", e."workflowId", e."contactId",
+               m."leaseExpiresAt" AS since,
+               jsonb_build_object('messageId', m.id, 'stepExecutionId', m."stepExecutionId", 'status', m.status,
+                                  'to', m."to", 'subject', m.subject, 'sender', m."leaseOwner", 'version', e.version,
+                                  'messageVersion', m.version) AS detail
+          FROM "Message" m
+          JOIN "WorkflowExecution" e ON e.id = m."executionId"
+         WHERE m."projectId" = ${s.projectId}::uuid AND m.status = 'SENDING' AND m."leaseExpiresAt" < ${grace(s)}
+           ${workflowFilter(s)}`;
+    case 'MESSAGE_FAILED':
+      return Prisma.sql`
+        SELECT 'MESSAGE_FAILED' AS reason, m.id AS "itemId", m."executionId", NULL::uuid AS "eventId", e."workflowId", e."contactId",
+               m."createdAt" AS since,
+               jsonb_build_object('messageId', m.id, 'stepExecutionId', m."stepExecutionId", 'status', m.status,
+                                  'to', m."to", 'subject', m.subject, 'error', m.error, 'version', e.version,
+                                  'messageVersion', m.version) AS detail
+          FROM "Message" m
+          JOIN "WorkflowExecution" e ON e.id = m."executionId"
+         WHERE m."projectId" = ${s.projectId}::uuid AND m.status = 'FAILED'
            ${workflowFilter(s)}`;
   }
 }
@@ -126,25 +157,25 @@ export interface StuckCursor {
   id: string;
 }
 
-/** Stuck items, newest first, keyset-paginated on (since, id). */
+/** Stuck items, newest first, keyset-paginated on (since, itemId). */
 export async function listStuck(
   db: DbTx,
   s: StuckScope & { reasons?: readonly StuckReason[]; cursor?: StuckCursor | null; limit: number },
 ): Promise<{ items: StuckItem[]; nextCursor: StuckCursor | null }> {
   const reasons = s.reasons?.length ? s.reasons : STUCK_REASONS;
   const after = s.cursor
-    ? Prisma.sql`WHERE (x.since, COALESCE(x."executionId", x."eventId")) < (${s.cursor.since}::timestamptz, ${s.cursor.id}::uuid)`
+    ? Prisma.sql`WHERE (x.since, x."itemId") < (${s.cursor.since}::timestamptz, ${s.cursor.id}::uuid)`
     : Prisma.empty;
   const rows = await db.$queryRaw<StuckItem[]>`
     SELECT * FROM (${union(reasons, s)}) x
     ${after}
-    ORDER BY x.since DESC, COALESCE(x."executionId", x."eventId") DESC
+    ORDER BY x.since DESC, x."itemId" DESC
     LIMIT ${s.limit + 1}::int`;
   const items = rows.slice(0, s.limit);
   const last = items[items.length - 1];
   return {
     items,
-    nextCursor: rows.length > s.limit && last ? { since: last.since, id: (last.executionId ?? last.eventId)! } : null,
+    nextCursor: rows.length > s.limit && last ? { since: last.since, id: last.itemId } : null,
   };
 }
 

@@ -195,9 +195,11 @@ describe('bulk repair', () => {
       expect(result.items).toHaveLength(result.matched);
       expect(result.matched).toBe(500);
       const applied = result.items.filter((i) => i.outcome === 'APPLIED').length;
-      const skipped = result.items.filter((i) => i.outcome === 'SKIPPED');
+      const skipped = result.items.filter((i) => i.outcome !== 'APPLIED');
       expect(applied + skipped.length).toBe(500);
-      for (const s of skipped) expect(s.detail).toMatch(/changed since selection|resolved by TIMEOUT|not waiting/);
+      // A row the workers' timer resolved first moved on from what was selected: it is
+      // reported as changed and left alone (issue 8 point 3), never repaired in its new state.
+      for (const s of skipped) expect(s, JSON.stringify(s)).toMatchObject({ outcome: 'SKIPPED_CHANGED', detail: expect.stringMatching(/changed since selection/) });
       expect(progress.at(-1)).toBe(500);
       await notifyWorkers(bulk.db);
       await waitFor('all to finish', async () => (await bulk.db.workflowExecution.count({ where: { status: { in: ['RUNNING', 'WAITING'] } } })) === 0);

@@ -11,7 +11,7 @@ import { createProject, waitWorkflow, workflowFrom } from '../support/fixtures';
 
 let t: TestDatabase;
 let projectId: string;
-const BIG_TABLES = ['WorkflowExecution', 'StepExecution', 'Event'];
+const BIG_TABLES = ['WorkflowExecution', 'StepExecution', 'Event', 'Message'];
 
 beforeAll(async () => {
   t = await freshDatabase();
@@ -68,6 +68,17 @@ beforeAll(async () => {
       FROM generate_series(1, 40000) g`,
     [projectId, noise],
   );
+  // An email for every finished execution's last step: nearly all SENT, a few left
+  // SENDING by a sender that died (MESSAGE_UNCONFIRMED), a few FAILED, some QUEUED.
+  await t.query(`
+    INSERT INTO "Message"(id, "projectId", "executionId", "stepExecutionId", "to", subject, body, status, "leaseOwner", "leaseExpiresAt", "sentAt", "createdAt")
+    SELECT gen_random_uuid(), e."projectId", e.id, s.id, 'c@example.com', 'Thanks', 'Thanks',
+           (CASE WHEN n % 200 = 0 THEN 'SENDING' WHEN n % 200 = 1 THEN 'FAILED' WHEN n % 200 = 2 THEN 'QUEUED' ELSE 'SENT' END)::"MessageStatus",
+           CASE WHEN n % 200 = 0 THEN 'worker:dead' END,
+           CASE WHEN n % 200 = 0 THEN now() - interval '1 hour' END,
+           CASE WHEN n % 200 > 2 THEN now() END, e."startedAt"
+      FROM (SELECT s.*, row_number() OVER () AS n FROM "StepExecution" s) s
+      JOIN "WorkflowExecution" e ON e.id = s."executionId" AND e.status = 'COMPLETED'`);
   await t.query('ANALYZE');
 }, 300_000);
 afterAll(async () => t?.drop());

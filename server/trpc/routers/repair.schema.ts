@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { BULK_MAX } from '../../repair/bulk';
 import { REPAIR_ACTIONS } from '../../repair/actions';
+import { MESSAGE_REPAIR_ACTIONS } from '../../repair/messages';
 import { STUCK_REASONS } from '../../repair/stuck';
 import { id, label, limit, version } from '../inputs';
 import { cursor } from '../keyset';
@@ -14,23 +15,34 @@ export const stuckInput = z
   })
   .prefault({});
 
-/** Every action targets an execution, except REDRIVE_EVENT, which targets a tracked event. */
-function requireTarget(input: { action: string; executionId?: string | undefined; eventId?: string | undefined }, ctx: z.RefinementCtx) {
-  if (input.action === 'REDRIVE_EVENT') {
+/**
+ * Every action targets an execution, except REDRIVE_EVENT, which targets a tracked event,
+ * and the message repairs (MARK_SENT, RESEND, GIVE_UP), which target an email.
+ */
+function requireTarget(
+  input: { action: string; executionId?: string | undefined; eventId?: string | undefined; messageId?: string | undefined },
+  ctx: z.RefinementCtx,
+) {
+  if ((MESSAGE_REPAIR_ACTIONS as readonly string[]).includes(input.action)) {
+    if (!input.messageId) ctx.addIssue({ code: 'custom', message: `${input.action} needs the messageId of the email`, path: ['messageId'] });
+  } else if (input.action === 'REDRIVE_EVENT') {
     if (!input.eventId) ctx.addIssue({ code: 'custom', message: 'REDRIVE_EVENT needs the eventId of the tracked event', path: ['eventId'] });
   } else if (!input.executionId) {
     ctx.addIssue({ code: 'custom', message: `${input.action} needs an executionId`, path: ['executionId'] });
   }
 }
 
-const action = z.enum(REPAIR_ACTIONS);
+/** One repair (preview, apply): an execution's or event's action, or a message repair. */
+const oneAction = z.enum([...REPAIR_ACTIONS, ...MESSAGE_REPAIR_ACTIONS]);
 /** Why the operator is doing this, for the audit log: mandatory. */
 const reason = label(500, 3);
 
 export const previewInput = z
   .object({
     executionId: id.optional(),
-    action,
+    action: oneAction,
+    /** MARK_SENT, RESEND, GIVE_UP: the email. */
+    messageId: id.optional(),
     /** REDRIVE_EVENT: the event; DELIVER_EVENT: optionally, the event to deliver. */
     eventId: id.optional(),
   })
@@ -39,9 +51,15 @@ export const previewInput = z
 export const applyInput = z
   .object({
     executionId: id.optional(),
-    action,
+    action: oneAction,
+    /** MARK_SENT, RESEND, GIVE_UP: the email. */
+    messageId: id.optional(),
+    /** MARK_SENT: the provider's id for the email, if the operator found it there. */
+    providerId: label(500).optional(),
     /** The version the preview showed: if the target moved since, this loses (CONFLICT). */
     expectedVersion: version,
+    /** The step execution the preview showed (expectedStepExecutionId): if the execution moved to another, this loses (CONFLICT). */
+    expectedStepExecutionId: id.nullable().optional(),
     reason,
     eventId: id.optional(),
   })
@@ -60,8 +78,17 @@ export const applyManyInput = z.object({
         ctx.addIssue({ code: 'custom', message: 'select by a stuck reason, a status or execution ids', path: ['reason'] });
       }
     }),
-  action,
+  /** A MESSAGE_* group takes MARK_SENT, RESEND or GIVE_UP (each email); any other selection an execution's or event's action. */
+  action: oneAction,
   reason,
   /** Count what the filter selects and change nothing. */
   dryRun: z.boolean().default(false),
+}).superRefine((input, ctx) => {
+  const emails = input.filter.reason === 'MESSAGE_UNCONFIRMED' || input.filter.reason === 'MESSAGE_FAILED';
+  const messageAction = (MESSAGE_REPAIR_ACTIONS as readonly string[]).includes(input.action);
+  if (emails && !messageAction) {
+    ctx.addIssue({ code: 'custom', path: ['action'], message: `${input.filter.reason} selects emails: repair them with MARK_SENT, RESEND or GIVE_UP` });
+  } else if (!emails && messageAction) {
+    ctx.addIssue({ code: 'custom', path: ['action'], message: `${input.action} repairs emails: select them with reason MESSAGE_UNCONFIRMED or MESSAGE_FAILED` });
+  }
 });

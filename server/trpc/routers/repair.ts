@@ -1,11 +1,13 @@
 import { TRPCError } from '@trpc/server';
 import { applyRepair, previewRepair, RepairNotFound, type RepairRequest } from '../../repair/actions';
 import { applyMany } from '../../repair/bulk';
+import { applyMessageRepair, isMessageRepairAction, previewMessageRepair, type MessageRepairAction } from '../../repair/messages';
 import { listStuck, STUCK_DESCRIPTIONS } from '../../repair/stuck';
 import { audit, inTransaction } from '../audit';
 import { encodeCursor } from '../keyset';
 import { requireWorkflow, stuckScope } from '../scope';
-import { ConflictError, conflictError, operatorProcedure, router } from '../trpc';
+import type { Db } from '../../db';
+import { ConflictError, conflictError, operatorProcedure, router, type Actor } from '../trpc';
 import { applyInput, applyManyInput, previewInput, stuckInput } from './repair.schema';
 
 // Repair (OPERATOR): thin over server/repair, which runs every action through the
@@ -13,13 +15,62 @@ import { applyInput, applyManyInput, previewInput, stuckInput } from './repair.s
 
 const notFound = (message: string) => new TRPCError({ code: 'NOT_FOUND', message: message.charAt(0).toUpperCase() + message.slice(1) + '.' });
 
-function requestOf(projectId: string, input: { action: RepairRequest['action']; executionId?: string | undefined; eventId?: string | undefined }): RepairRequest {
+function requestOf(projectId: string, input: { action: RepairRequest['action'] | MessageRepairAction; executionId?: string | undefined; eventId?: string | undefined }): RepairRequest {
+  if (isMessageRepairAction(input.action)) throw new Error(`${input.action} is a message repair`);
   return {
     projectId,
     action: input.action,
     executionId: input.action === 'REDRIVE_EVENT' ? null : (input.executionId ?? null),
     eventId: input.eventId ?? null,
   };
+}
+
+/**
+ * MARK_SENT, RESEND, GIVE_UP on an email (server/repair/messages.ts), answered like the
+ * other repairs: lost is CONFLICT naming who changed the message; not allowed in its
+ * current state is PRECONDITION_FAILED with the refusal; every attempt is audited.
+ */
+async function applyMessage(
+  ctx: { db: Db; actor: Actor },
+  input: { action: MessageRepairAction; messageId: string; expectedVersion: number; reason: string; providerId?: string | undefined },
+) {
+  const result = await applyMessageRepair(ctx.db, {
+    projectId: ctx.actor.projectId,
+    action: input.action,
+    messageId: input.messageId,
+    actor: ctx.actor.id,
+    expectedVersion: input.expectedVersion,
+    reason: input.reason,
+    providerId: input.providerId ?? null,
+  });
+  if (result.ok) return result;
+  switch (result.code) {
+    case 'CONFLICT':
+      throw conflictError(result.conflict, `Lost: the ${result.conflict.winner.kind} changed this email first.`);
+    case 'NOT_ALLOWED':
+      throw new TRPCError({
+        code: 'PRECONDITION_FAILED',
+        message: result.message,
+        cause: new ConflictError({
+          reason: 'NOT_ALLOWED',
+          refusal: result.message,
+          status: result.target.status,
+          currentVersion: result.target.version,
+        }),
+      });
+    case 'NOT_FOUND':
+      await inTransaction(ctx.db, (tx) =>
+        audit(tx, ctx.actor, {
+          action: `repair.${input.action}`,
+          targetType: 'message',
+          targetId: input.messageId,
+          outcome: 'REJECTED',
+          reason: input.reason,
+          after: { reason: 'NOT_FOUND', message: result.message },
+        }),
+      );
+      throw notFound(result.message);
+  }
 }
 
 export const repairRouter = router({
@@ -41,6 +92,9 @@ export const repairRouter = router({
   /** What an action would do now: the version to send back, the state, the plan, the side-effect warning. */
   preview: operatorProcedure.input(previewInput).query(async ({ ctx, input }) => {
     try {
+      if (isMessageRepairAction(input.action)) {
+        return await previewMessageRepair(ctx.db, { projectId: ctx.actor.projectId, action: input.action, messageId: input.messageId! });
+      }
       return await previewRepair(ctx.db, requestOf(ctx.actor.projectId, input), stuckScope(ctx.actor.projectId));
     } catch (error) {
       if (error instanceof RepairNotFound) throw notFound(error.message);
@@ -55,10 +109,17 @@ export const repairRouter = router({
    * proxies would take them for Function.prototype methods; hence `applyOne`.)
    */
   applyOne: operatorProcedure.input(applyInput).mutation(async ({ ctx, input }) => {
+    if (isMessageRepairAction(input.action)) return applyMessage(ctx, { ...input, action: input.action, messageId: input.messageId! });
     const request = requestOf(ctx.actor.projectId, input);
     const result = await applyRepair(
       ctx.db,
-      { ...request, actor: ctx.actor.id, expectedVersion: input.expectedVersion, reason: input.reason },
+      {
+        ...request,
+        actor: ctx.actor.id,
+        expectedVersion: input.expectedVersion,
+        reason: input.reason,
+        ...(input.expectedStepExecutionId !== undefined ? { expectedStepExecutionId: input.expectedStepExecutionId } : {}),
+      },
       stuckScope(ctx.actor.projectId),
     );
     if (result.ok) return result;
@@ -76,6 +137,9 @@ export const repairRouter = router({
             currentVersion: result.target.version,
           }),
         });
+      case 'ACTIVE_EXECUTION':
+        // I1: it would make a second active execution; the attempt is audited.
+        throw new TRPCError({ code: 'PRECONDITION_FAILED', message: result.message, cause: new ConflictError(result.conflict) });
       case 'NOT_FOUND':
         // The repair's transaction rolled back; the refused attempt is still recorded.
         await inTransaction(ctx.db, (tx) =>

@@ -1,0 +1,263 @@
+import type { Db, DbTx } from '../db';
+import { writeAudit, type AuditInput } from '../engine/audit';
+import {
+  abandonMessage,
+  markMessageSent,
+  readMessageState,
+  requeueMessage,
+  type MessageClaimResult,
+  type MessageState,
+  type MessageStatus,
+} from '../engine/claims';
+import { notifyWorkers } from '../engine/wakeup';
+import { RepairNotFound, type Winner } from './actions';
+
+// Repairs of emails whose fate is unknown (MESSAGE_UNCONFIRMED: the sender died while
+// SENDING) or that failed (MESSAGE_FAILED). The workers never resend an email by
+// themselves (I5: at most once), so a person decides, after checking the provider:
+//
+//   MARK_SENT  the provider has it: record SENT, send nothing
+//   RESEND     back to QUEUED (the same row): a sender delivers it once more, which may
+//              be a duplicate if the provider did accept the first attempt
+//   GIVE_UP    ABANDONED: never sent again, no longer listed as stuck
+//
+// Each one is a claim in server/engine/claims.ts, a CAS on the message's status and the
+// version the operator saw in the preview; every attempt (applied, lost or refused) is
+// audited in the transaction of its change (I8), as action "repair.<ACTION>" on the
+// message, with the execution it belongs to.
+
+export const MESSAGE_REPAIR_ACTIONS = ['MARK_SENT', 'RESEND', 'GIVE_UP'] as const;
+export type MessageRepairAction = (typeof MESSAGE_REPAIR_ACTIONS)[number];
+
+export function isMessageRepairAction(action: string): action is MessageRepairAction {
+  return (MESSAGE_REPAIR_ACTIONS as readonly string[]).includes(action);
+}
+
+export interface MessageSnapshot {
+  kind: 'message';
+  id: string;
+  projectId: string;
+  executionId: string;
+  stepExecutionId: string;
+  workflowId: string;
+  workflowName: string;
+  contactId: string;
+  stepName: string;
+  to: string;
+  subject: string;
+  status: MessageStatus;
+  /** The message's CAS token: bumped by every change (sender or operator). */
+  version: number;
+  leaseOwner: string | null;
+  leaseExpiresAt: Date | null;
+  providerId: string | null;
+  error: string | null;
+  createdAt: Date;
+  sentAt: Date | null;
+}
+
+export interface MessagePlan {
+  allowed: boolean;
+  refusal: string | null;
+  change: string;
+  sideEffect: { emailMayBeSent: boolean; mayDuplicate: boolean; note: string };
+}
+
+export interface MessagePreview {
+  action: MessageRepairAction;
+  expectedVersion: number;
+  target: MessageSnapshot;
+  plan: MessagePlan;
+}
+
+export type MessageConflict = {
+  reason: 'STALE_VERSION';
+  currentVersion: number | null;
+  status: MessageStatus | null;
+  winner: Winner;
+};
+
+export type MessageApplyResult =
+  | { ok: true; action: MessageRepairAction; messageId: string; executionId: string; version: number; status: MessageStatus; change: string }
+  | { ok: false; code: 'CONFLICT'; conflict: MessageConflict }
+  | { ok: false; code: 'NOT_ALLOWED'; message: string; target: MessageSnapshot }
+  | { ok: false; code: 'NOT_FOUND'; message: string };
+
+export interface MessageRepairRequest {
+  projectId: string;
+  action: MessageRepairAction;
+  messageId: string;
+}
+
+export async function loadMessage(db: DbTx, projectId: string, messageId: string): Promise<MessageSnapshot | null> {
+  const rows = await db.$queryRaw<Omit<MessageSnapshot, 'kind'>[]>`
+    SELECT m.id, m."projectId", m."executionId", m."stepExecutionId", e."workflowId", w.name AS "workflowName",
+           e."contactId", ws.name AS "stepName", m."to", m.subject, m.status::text AS status, m.version,
+           m."leaseOwner", m."leaseExpiresAt", m."providerId", m.error, m."createdAt", m."sentAt"
+      FROM "Message" m
+      JOIN "WorkflowExecution" e ON e.id = m."executionId"
+      JOIN "Workflow" w ON w.id = e."workflowId"
+      JOIN "StepExecution" s ON s.id = m."stepExecutionId"
+      JOIN "WorkflowStep" ws ON ws.id = s."stepId"
+     WHERE m.id = ${messageId}::uuid AND m."projectId" = ${projectId}::uuid`;
+  return rows[0] ? { kind: 'message', ...rows[0] } : null;
+}
+
+/** Is the message's fate for an operator to decide (the claims' guard, in words)? */
+function awaitsOperator(m: MessageSnapshot, now: Date): boolean {
+  return m.status === 'FAILED' || (m.status === 'SENDING' && !!m.leaseExpiresAt && m.leaseExpiresAt < now);
+}
+
+/** Is the action allowed on this message now, and what will it do? (pure) */
+export function planMessageAction(action: MessageRepairAction, m: MessageSnapshot, now = new Date()): MessagePlan {
+  if (!awaitsOperator(m, now)) {
+    const why =
+      m.status === 'SENDING'
+        ? `a sender is delivering this email right now (its lease runs until ${m.leaseExpiresAt?.toISOString() ?? '—'}); wait for the outcome`
+        : m.status === 'QUEUED'
+          ? 'the email is queued: a sender will deliver it'
+          : m.status === 'SENT'
+            ? `the email was already sent${m.sentAt ? ` (${m.sentAt.toISOString()})` : ''}`
+            : 'the email was given up on already';
+    return {
+      allowed: false,
+      refusal: `only an unconfirmed (SENDING, its sender gone) or FAILED email can be repaired: ${why}`,
+      change: 'nothing',
+      sideEffect: { emailMayBeSent: false, mayDuplicate: false, note: 'nothing is sent' },
+    };
+  }
+  const fate =
+    m.status === 'SENDING'
+      ? `its sender (${m.leaseOwner ?? 'unknown'}) died while sending it: the provider may or may not have it`
+      : `its last send failed (${m.error ?? 'no error recorded'})`;
+  switch (action) {
+    case 'MARK_SENT':
+      return {
+        allowed: true,
+        refusal: null,
+        change: `record the email "${m.subject}" to ${m.to} as SENT; ${fate}`,
+        sideEffect: { emailMayBeSent: false, mayDuplicate: false, note: 'nothing is sent: do this only after checking the provider has it' },
+      };
+    case 'RESEND':
+      return {
+        allowed: true,
+        refusal: null,
+        change: `queue the email "${m.subject}" to ${m.to} again; a sender delivers it once more`,
+        sideEffect: {
+          emailMayBeSent: true,
+          mayDuplicate: true,
+          note:
+            m.status === 'SENDING'
+              ? `WARNING: this may send a duplicate: ${fate}. Check the provider first; if it has the email, use MARK_SENT instead`
+              : `WARNING: this may send a duplicate if the provider accepted the email despite the error: ${fate}`,
+        },
+      };
+    case 'GIVE_UP':
+      return {
+        allowed: true,
+        refusal: null,
+        change: `give up on the email "${m.subject}" to ${m.to} (ABANDONED): it is never sent again and no longer listed as stuck; ${fate}`,
+        sideEffect: { emailMayBeSent: false, mayDuplicate: false, note: 'nothing is sent' },
+      };
+  }
+}
+
+async function loadTarget(db: DbTx, req: MessageRepairRequest): Promise<MessageSnapshot> {
+  const m = await loadMessage(db, req.projectId, req.messageId);
+  if (!m) throw new RepairNotFound('message not found');
+  return m;
+}
+
+export async function previewMessageRepair(db: DbTx, req: MessageRepairRequest): Promise<MessagePreview> {
+  const target = await loadTarget(db, req);
+  return { action: req.action, expectedVersion: target.version, target, plan: planMessageAction(req.action, target) };
+}
+
+/** Who changed the message since the operator looked: another operator (per the audit log), or a sender. */
+async function whoChangedMessage(db: DbTx, projectId: string, current: MessageState | null): Promise<Winner> {
+  if (!current) return { kind: 'worker', actor: null, action: null, at: null };
+  const [audit] = await db.$queryRaw<{ actor: string; action: string; at: Date; version: number | null }[]>`
+    SELECT actor, action, at, (after->>'version')::int AS version FROM "AuditEntry"
+     WHERE "projectId" = ${projectId}::uuid AND "targetId" = ${current.id} AND "targetType" = 'message' AND outcome = 'APPLIED'
+     ORDER BY at DESC LIMIT 1`;
+  if (audit && audit.version === current.version) return { kind: 'operator', actor: audit.actor, action: audit.action, at: audit.at };
+  return { kind: 'worker', actor: current.leaseOwner, action: null, at: current.sentAt };
+}
+
+function stateOf(m: MessageSnapshot) {
+  return { status: m.status, version: m.version, executionId: m.executionId, stepExecutionId: m.stepExecutionId, providerId: m.providerId, error: m.error };
+}
+
+/**
+ * Apply one message repair with the version the operator saw. The change and its audit
+ * entry commit together; losing says who changed the message and its state now.
+ */
+export async function applyMessageRepair(
+  db: Db,
+  req: MessageRepairRequest & { actor: string; expectedVersion: number; reason: string; providerId?: string | null },
+): Promise<MessageApplyResult> {
+  let result: MessageApplyResult;
+  try {
+    result = await db.$transaction(async (tx) => {
+      const target = await loadTarget(tx, req);
+      const audit = (outcome: AuditInput['outcome'], after: unknown) =>
+        writeAudit(tx, {
+          projectId: req.projectId,
+          actor: req.actor,
+          action: `repair.${req.action}`,
+          targetType: 'message',
+          targetId: target.id,
+          reason: req.reason,
+          before: stateOf(target),
+          after,
+          outcome,
+        });
+      const lost = async (current: MessageState | null): Promise<MessageApplyResult> => {
+        const conflict: MessageConflict = {
+          reason: 'STALE_VERSION',
+          currentVersion: current?.version ?? null,
+          status: current?.status ?? null,
+          winner: await whoChangedMessage(tx, req.projectId, current),
+        };
+        await audit('LOST', { conflict, executionId: target.executionId });
+        return { ok: false, code: 'CONFLICT', conflict };
+      };
+
+      if (target.version !== req.expectedVersion) return lost(await readMessageState(tx, target.id));
+      const plan = planMessageAction(req.action, target);
+      if (!plan.allowed) {
+        await audit('REJECTED', { refusal: plan.refusal, executionId: target.executionId });
+        return { ok: false, code: 'NOT_ALLOWED', message: plan.refusal!, target };
+      }
+      let claimed: MessageClaimResult;
+      switch (req.action) {
+        case 'MARK_SENT':
+          claimed = await markMessageSent(tx, { messageId: target.id, expectedVersion: req.expectedVersion, providerId: req.providerId ?? null });
+          break;
+        case 'RESEND':
+          claimed = await requeueMessage(tx, { messageId: target.id, expectedVersion: req.expectedVersion });
+          break;
+        case 'GIVE_UP':
+          claimed = await abandonMessage(tx, { messageId: target.id, expectedVersion: req.expectedVersion });
+          break;
+      }
+      if (!claimed.won) return lost(claimed.current);
+      await audit('APPLIED', { ...plan, executionId: target.executionId, status: claimed.status, version: claimed.version });
+      return {
+        ok: true,
+        action: req.action,
+        messageId: target.id,
+        executionId: target.executionId,
+        version: claimed.version,
+        status: claimed.status,
+        change: plan.change,
+      };
+    });
+  } catch (error) {
+    if (error instanceof RepairNotFound) return { ok: false, code: 'NOT_FOUND', message: error.message };
+    throw error;
+  }
+  // A resent email waits for a sender: wake the workers (best effort; they poll anyway).
+  if (result.ok && req.action === 'RESEND') await notifyWorkers(db).catch(() => {});
+  return result;
+}

@@ -1,0 +1,77 @@
+import { describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import ts from 'typescript';
+import { ACTIVE_STATUSES, TRANSITIONS, type Transition } from '../../server/engine/transitions';
+
+// A lint over the state machine (issue 8, "Write the state machine down once"): every
+// exported claim of server/engine/claims.ts has an entry in server/engine/transitions.ts,
+// every entry names a claim that exists, and the operators' claims read their
+// from-statuses from the table rather than spelling them out again.
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const file = path.join(ROOT, 'server/engine/claims.ts');
+const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+
+/** Exported functions of claims.ts that change state (reads are named read*, find*, is*). */
+function exportedClaims(): Map<string, string> {
+  const found = new Map<string, string>();
+  source.forEachChild((node) => {
+    if (!ts.isFunctionDeclaration(node) || !node.name) return;
+    if (!node.modifiers?.some((m) => m.kind === ts.SyntaxKind.ExportKeyword)) return;
+    if (/^(read|find|is)/.test(node.name.text)) return;
+    found.set(node.name.text, node.body?.getText() ?? '');
+  });
+  return found;
+}
+
+describe('the transitions table', () => {
+  const claims = exportedClaims();
+  const table: Record<string, Transition> = TRANSITIONS;
+
+  it('finds the claims', () => {
+    expect([...claims.keys()]).toEqual(expect.arrayContaining(['claimStep', 'parkExecution', 'claimWait', 'cancelExecution', 'retryStep', 'skipStep']));
+  });
+
+  it.each([...claims.keys()])('%s has an entry', (name) => {
+    expect(Object.keys(table), `add "${name}" to TRANSITIONS in server/engine/transitions.ts`).toContain(name);
+    expect(table[name]!.does.length).toBeGreaterThan(0);
+  });
+
+  it('every entry names an exported claim', () => {
+    expect(Object.keys(table).filter((name) => !claims.has(name))).toEqual([]);
+  });
+
+  it('moves are well formed: no empty lists; only inserts start from NONE', () => {
+    for (const [name, t] of Object.entries(table)) {
+      for (const moves of [t.execution, t.step, t.event, t.message]) {
+        if (!moves) continue;
+        expect(moves.from.length, name).toBeGreaterThan(0);
+        expect(moves.to.length, name).toBeGreaterThan(0);
+        expect(moves.to, name).not.toContain('NONE');
+      }
+    }
+    expect(ACTIVE_STATUSES).toEqual(['RUNNING', 'WAITING']);
+  });
+
+  // Issue 8 point 4's sweep: a claim that can make an execution active (a new row, or
+  // one that had ended) can meet the I1 index; it must turn that into a value (ON
+  // CONFLICT DO NOTHING, or unlessActiveExecution's savepoint), never an exception.
+  it('every claim that can make an execution active again answers I1 with a value, not an exception', () => {
+    const active = ACTIVE_STATUSES as readonly string[];
+    const reactivating = Object.entries(table)
+      .filter(([, t]) => t.execution && t.execution.from.some((s) => !active.includes(s)) && t.execution.to.some((s) => active.includes(s)))
+      .map(([name]) => name);
+    expect(reactivating.sort()).toEqual(['insertExecutions', 'retryStep', 'skipStep']);
+    for (const name of reactivating) {
+      expect(claims.get(name), `${name} must not throw on the I1 index`).toMatch(/unlessActiveExecution\(|ON CONFLICT DO NOTHING/);
+    }
+  });
+
+  it.each(['cancelExecution', 'retryStep', 'skipStep'])('%s reads its from-statuses from the table', (name) => {
+    const body = claims.get(name)!;
+    expect(body).toMatch(new RegExp(`(executionFrom|stepFrom|executionMayMove|stepRowMayMove|TRANSITIONS)\\W+${name}\\b`));
+    // No execution status list spelled out in its own SQL.
+    expect(body).not.toMatch(/status IN \('/);
+  });
+});
