@@ -174,8 +174,8 @@ const MUTATIONS: Mutation[] = [
       },
     ],
     test: 'test/repair/active-execution.test.ts',
-    scenario: 'racing a re-enrollment of the same contact',
-    rounds: 20,
+    scenario: 'while a re-enrollment of the contact is still committing',
+    rounds: 3,
   },
   {
     guard: 'bulk repair applies each row at the version and step execution it was selected with',

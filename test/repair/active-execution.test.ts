@@ -150,6 +150,38 @@ describe('a repair that would make a second active execution', () => {
     await expectHealthy();
   }, 120_000);
 
+  // The widest form of the race, made deterministic: the re-enrollment's INSERT is still
+  // uncommitted (its transaction lasts 150 ms) when the repair previews and claims, so
+  // neither the preview nor the claim's own sibling check can see it, and the I1 index
+  // decides inside the repair's UPDATE. Guard: the claim's catch of that unique violation
+  // (without it every round throws PrismaClientKnownRequestError).
+  it.each(['RETRY_STEP', 'SKIP_STEP'] as const)('%s while a re-enrollment of the contact is still committing: the index decides, ACTIVE_EXECUTION, no exception', async (action) => {
+    const wf = await reentryWorkflow(`committing-${action}`);
+    for (let round = 0; round < Math.min(ROUNDS, 10); round++) {
+      const failed = await failedExecution(t.db, wf.id, `committing-${action}-${round}@example.com`);
+      let sibling = '';
+      const [repair] = fulfilled(
+        await r.race(async (db: Db, i): Promise<unknown> => {
+          if (i === 0) {
+            await new Promise((res) => setTimeout(res, 50));
+            return applyRepair(db, { projectId, action, executionId: failed.id, actor: operator.id, reason: `round ${round}`, expectedVersion: failed.version }, GRACE);
+          }
+          return db.$transaction(async (tx) => {
+            const enrolled = await enroll(tx, { projectId, workflowId: wf.id, contactId: failed.contactId });
+            if (!enrolled.ok) throw new Error(`round ${round}: the re-enrollment was refused (${enrolled.reason})`);
+            sibling = enrolled.executionId;
+            await tx.$executeRaw`SELECT pg_sleep(0.15)`;
+          });
+        }),
+      ) as [ApplyResult, unknown];
+      expect(repair, `round ${round}`).toMatchObject({ ok: false, code: 'ACTIVE_EXECUTION', conflict: { reason: 'ACTIVE_EXECUTION', executionId: sibling } });
+      expect(await t.db.workflowExecution.findUniqueOrThrow({ where: { id: failed.id } })).toMatchObject({ status: 'FAILED', version: failed.version });
+      const outcomes = (await t.db.auditEntry.findMany({ where: { targetId: failed.id, action: `repair.${action}` } })).map((e) => e.outcome);
+      expect(outcomes, `round ${round}`).toEqual(['LOST']);
+    }
+    await expectHealthy();
+  }, 120_000);
+
   // Two FAILED executions of one contact, each retried by its own operator at once: both
   // claims are in flight and neither sees the other, so the I1 index decides. One wins;
   // the other is told ACTIVE_EXECUTION naming the winner, audited, with no exception.
