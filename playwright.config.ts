@@ -12,8 +12,8 @@ if (!existsSync(chromium)) {
   process.exit(1);
 }
 
-/** Not 3000, so the suite runs beside a developer's `npm start`. */
-const PORT = 3100;
+/** Not 3000, so the suite runs beside a developer's `npm start`; E2E_PORT runs two suites side by side. */
+const PORT = Number(process.env.E2E_PORT || 3100);
 
 export default defineConfig({
   testDir: 'e2e',

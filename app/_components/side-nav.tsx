@@ -10,10 +10,11 @@ type Role = 'VIEWER' | 'MARKETER' | 'OPERATOR' | 'OWNER';
 // role is not shown below it: people see only what they may use.
 const SECTIONS: { label: string; href?: string; ownerOnly?: boolean }[] = [
   { label: 'Overview', href: '/' },
-  { label: 'Executions' },
+  { label: 'Executions', href: '/executions' },
+  { label: 'Events', href: '/events' },
   { label: 'Workflows' },
   { label: 'Contacts' },
-  { label: 'Audit' },
+  { label: 'Audit', href: '/audit' },
   { label: 'Settings', href: '/settings', ownerOnly: true },
 ];
 

@@ -5,24 +5,9 @@ import { z } from 'zod';
 // and rows inserted meanwhile never shift a page (unlike OFFSET). The position travels
 // as an opaque string: clients pass back what they were given.
 
-export interface KeysetPosition {
-  at: Date;
-  id: string;
-}
+import { decodeCursor, encodeCursor, type KeysetPosition } from '../read/cursor';
 
-const GUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
-
-export function encodeCursor(position: KeysetPosition): string {
-  return Buffer.from(`${position.at.toISOString()}|${position.id}`, 'utf8').toString('base64url');
-}
-
-export function decodeCursor(cursor: string): KeysetPosition | null {
-  const [iso, id, extra] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
-  if (!iso || !id || extra !== undefined || !GUID.test(id)) return null;
-  const at = new Date(iso);
-  if (Number.isNaN(at.getTime()) || at.toISOString() !== iso) return null;
-  return { at, id };
-}
+export { decodeCursor, encodeCursor, type KeysetPosition };
 
 /** An input field holding a cursor from a previous page; decoded, or BAD_REQUEST. */
 export const cursor = z

@@ -95,6 +95,11 @@ const MATRIX: Record<string, MatrixRow> = {
     input: (own) => ({ name: 'matrix_event', contactId: own.contactId }),
     foreign: (other) => [{ name: 'matrix_event', contactId: other.contactId }],
   },
+  'events.list': {
+    minimum: 'VIEWER',
+    input: (own) => ({ contact: own.contactEmail }),
+    foreign: (other) => [{ contact: other.contactId }, { contact: other.contactEmail }],
+  },
   'waits.resolve': {
     minimum: 'MARKETER',
     input: (own) => ({ stepExecutionId: own.stepExecutionId, outcome: 'TIMEOUT', expectedVersion: 0 }),

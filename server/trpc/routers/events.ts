@@ -5,7 +5,10 @@ import { dispatchEvent, storeEvent } from '../../engine/events';
 import { notifyWorkers } from '../../engine/wakeup';
 import { audit, inTransaction } from '../audit';
 import { email, id, jsonObject, label } from '../inputs';
-import { marketerProcedure, router } from '../trpc';
+import { contactIdByEmail, listEvents } from '../../read/events';
+import { contactInProject } from '../../read/executions';
+import { marketerProcedure, router, viewerProcedure } from '../trpc';
+import { listEventsInput } from './events.schema';
 
 /** The engine's rule for event names (WAIT_FOR_EVENT and triggers match on it). */
 const eventName = label(100).regex(/^[A-Za-z0-9_.:-]+$/, 'letters, digits and _ . : - only');
@@ -32,6 +35,22 @@ export const trackEventOutput = z.object({
 });
 
 export const eventsRouter = router({
+  /**
+   * Tracked events newest first, keyset-paginated on (createdAt, id) both ways, with their
+   * dispatch state and what each started (enrolled) and resumed (waits it resolved).
+   */
+  list: viewerProcedure.input(listEventsInput).query(async ({ ctx, input }) => {
+    const projectId = ctx.actor.projectId;
+    let contactId: string | undefined;
+    if (input.contact) {
+      const byId = id.safeParse(input.contact).success && (await contactInProject(ctx.db, projectId, input.contact));
+      const found = byId ? input.contact : await contactIdByEmail(ctx.db, projectId, input.contact);
+      if (!found) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such contact in this project.' });
+      contactId = found;
+    }
+    return listEvents(ctx.db, { ...input, contactId, projectId });
+  }),
+
   /**
    * Store an event (accepted means durable), then dispatch it: enroll into workflows it
    * triggers, resume the contact's waits for it. Dispatch runs after the commit; if it

@@ -9,6 +9,8 @@ export const EXECUTION_STATUSES = Object.values(ExecutionStatus) as [ExecutionSt
 export const listExecutionsInput = z
   .object({
     workflowId: id.optional(),
+    /** At this step now (a step id of the workflow's, as workflows.get lists them). */
+    stepId: id.optional(),
     /** Any of these statuses (none: all). */
     status: z.array(z.enum(EXECUTION_STATUSES)).max(EXECUTION_STATUSES.length).optional(),
     /** Stuck for any of these reasons right now (none: no stuck filter). */
@@ -19,7 +21,10 @@ export const listExecutionsInput = z
     since: instant.optional(),
     /** Started before. */
     until: instant.optional(),
+    /** The next (older) page: a nextCursor this list returned. */
     cursor: cursor.optional(),
+    /** The previous (newer) page: a prevCursor this list returned. Wins over cursor. */
+    before: cursor.optional(),
     limit,
   })
   .prefault({});

@@ -1,0 +1,37 @@
+import type { Metadata } from 'next';
+import { headers } from 'next/headers';
+import Link from 'next/link';
+import { resolveActor } from '@/server/auth/actor';
+import { db } from '@/server/db';
+import { getExecutionInput } from '@/server/trpc/routers/executions.schema';
+import { InvalidLink } from '../../_components/invalid-link';
+import { issuesOf } from '../../_components/search-params';
+import { HydrateClient, getQueryClient, trpc } from '../../_trpc/server';
+import { ExecutionDetail } from './execution-detail';
+
+export const dynamic = 'force-dynamic';
+export const metadata: Metadata = { title: 'Execution' };
+
+export default async function ExecutionPage({ params }: { params: Promise<{ id: string }> }) {
+  const { id } = await params;
+  const parsed = getExecutionInput.safeParse({ id });
+  const actor = await resolveActor(db(), await headers());
+  if (parsed.success) await getQueryClient().prefetchQuery(trpc.executions.get.queryOptions({ id }));
+  return (
+    <HydrateClient>
+      <div className="mx-auto max-w-[1600px] space-y-4 px-6 py-5">
+        <nav aria-label="Breadcrumb" className="text-xs text-zinc-500">
+          <Link href="/executions" className="hover:text-zinc-900 hover:underline">
+            Executions
+          </Link>{' '}
+          / <span className="font-mono">{id.slice(0, 8)}</span>
+        </nav>
+        {parsed.success ? (
+          <ExecutionDetail id={id} role={actor?.role ?? 'VIEWER'} />
+        ) : (
+          <InvalidLink issues={issuesOf(parsed.error)} href="/executions" />
+        )}
+      </div>
+    </HydrateClient>
+  );
+}

@@ -1,0 +1,240 @@
+'use client';
+
+import { keepPreviousData, useQuery } from '@tanstack/react-query';
+import { createColumnHelper } from '@tanstack/react-table';
+import Link from 'next/link';
+import { useState } from 'react';
+import { STUCK_DESCRIPTIONS, type StuckReason } from '@/server/repair/stuck-reasons';
+import { StatusBadge, StuckBadge } from '../_components/badges';
+import { DataTable, useHeldRows, type Features } from '../_components/data-table';
+import { ChipGroup, Field, FilterBar, INPUT_CLASS, Pager, TextFilter, TimeRange, useUrlInput } from '../_components/filters';
+import { Freshness, LIVE_REFRESH_MS, LoadError } from '../_components/panel';
+import { Age, RelativeTime } from '../_components/time';
+import { useTRPC } from '../_trpc/client';
+import { EXECUTION_SEARCH, type ListExecutionsInput, type RouterOutputs } from './search';
+
+type Row = RouterOutputs['executions']['list']['items'][number] & { gone: boolean };
+
+const STATUSES = ['RUNNING', 'WAITING', 'COMPLETED', 'EXITED', 'FAILED', 'CANCELLED'] as const;
+
+const helper = createColumnHelper<Features, Row>();
+const COLUMNS = helper.columns([
+  helper.display({
+    id: 'execution',
+    header: 'Execution',
+    cell: ({ row }) => (
+      <Link
+        href={`/executions/${row.original.id}`}
+        className="font-mono text-xs text-sky-700 underline-offset-2 hover:underline focus-visible:outline-2 focus-visible:outline-sky-600"
+        title={row.original.id}
+      >
+        {row.original.id.slice(0, 8)}
+      </Link>
+    ),
+  }),
+  helper.accessor('workflowName', { header: 'Workflow', cell: (c) => <span className="font-medium">{c.getValue()}</span> }),
+  helper.accessor('contactEmail', { header: 'Contact', cell: (c) => <span className="text-zinc-700">{c.getValue()}</span> }),
+  helper.accessor('status', {
+    header: 'Status',
+    cell: ({ row }) => (
+      <span className="inline-flex items-center gap-1.5">
+        <StatusBadge status={row.original.status} />
+        {row.original.gone && (
+          <span className="text-[11px] text-zinc-400" title="No longer matches these filters; shown as last seen until you refresh the view">
+            changed
+          </span>
+        )}
+      </span>
+    ),
+  }),
+  helper.display({
+    id: 'step',
+    header: 'Current step',
+    cell: ({ row }) =>
+      row.original.stepName ? (
+        <span title={row.original.stepKey ?? undefined}>
+          {row.original.stepName} <span className="text-[11px] text-zinc-400">{row.original.stepType}</span>
+        </span>
+      ) : (
+        <span className="text-zinc-400">{row.original.exitReason ?? '—'}</span>
+      ),
+  }),
+  helper.display({
+    id: 'stuck',
+    header: 'Stuck',
+    cell: ({ row }) =>
+      row.original.stuck.length === 0 ? (
+        <span className="text-zinc-300">—</span>
+      ) : (
+        <span className="flex flex-wrap gap-1">
+          {row.original.stuck.map((s) => (
+            <span key={s.reason} className="inline-flex items-center gap-1 whitespace-nowrap">
+              <StuckBadge reason={s.reason} title={STUCK_DESCRIPTIONS[s.reason as StuckReason]} />
+              <Age since={s.since} className="text-xs text-amber-800 tabular-nums" />
+            </span>
+          ))}
+        </span>
+      ),
+  }),
+  helper.accessor('version', { header: 'Ver.', cell: (c) => <span className="tabular-nums text-zinc-500">v{c.getValue()}</span> }),
+  helper.accessor('startedAt', { header: 'Started', cell: (c) => <RelativeTime at={c.getValue()} className="text-zinc-600" /> }),
+  helper.accessor('updatedAt', { header: 'Updated', cell: (c) => <RelativeTime at={c.getValue()} className="text-zinc-600" /> }),
+]);
+
+const COLUMN_CLASS: Record<string, string> = {
+  execution: 'w-24',
+  status: 'w-32 whitespace-nowrap',
+  version: 'w-14 text-right',
+  startedAt: 'w-28 whitespace-nowrap',
+  updatedAt: 'w-28 whitespace-nowrap',
+};
+
+export function ExecutionsView({ executionReasons }: { executionReasons: StuckReason[] }) {
+  const trpc = useTRPC();
+  const { input, setFilter, setPage, clear, replace } = useUrlInput(EXECUTION_SEARCH);
+  const listInput = input as ListExecutionsInput;
+  const workflowId = typeof input.workflowId === 'string' ? input.workflowId : undefined;
+  const status = (input.status as string[] | undefined) ?? [];
+  const stuck = (input.stuck as string[] | undefined) ?? [];
+
+  const list = useQuery(trpc.executions.list.queryOptions(listInput, { refetchInterval: LIVE_REFRESH_MS, placeholderData: keepPreviousData }));
+  const stats = useQuery(trpc.executions.stats.queryOptions(workflowId ? { workflowId } : {}, { refetchInterval: LIVE_REFRESH_MS }));
+  const workflows = useQuery(trpc.workflows.list.queryOptions());
+  const workflow = useQuery(trpc.workflows.get.queryOptions({ id: workflowId ?? '' }, { enabled: !!workflowId }));
+
+  const [pointerInside, setPointerInside] = useState(false);
+  const viewKey = JSON.stringify(input);
+  const held = useHeldRows<Row>(viewKey, list.isPlaceholderData ? undefined : (list.data?.items as Row[] | undefined), pointerInside);
+  const filtered = Object.keys(input).some((k) => k !== 'cursor' && k !== 'before');
+  const atStart = !input.cursor && !input.before;
+
+  return (
+    <section aria-label="Executions" className="overflow-hidden rounded-md border border-zinc-200 bg-white shadow-xs">
+      <FilterBar onClear={clear} active={filtered}>
+        <Field label="Workflow" htmlFor="filter-workflow">
+          <select
+            id="filter-workflow"
+            value={workflowId ?? ''}
+            onChange={(e) => {
+              const { cursor: _c, before: _b, stepId: _s, ...rest } = input;
+              replace({ ...rest, workflowId: e.target.value || undefined });
+            }}
+            className={`${INPUT_CLASS} w-44`}
+          >
+            <option value="">All workflows</option>
+            {workflows.data?.map((w) => (
+              <option key={w.id} value={w.id}>
+                {w.name}
+              </option>
+            ))}
+          </select>
+        </Field>
+        <Field label="Current step" htmlFor="filter-step">
+          <select
+            id="filter-step"
+            value={typeof input.stepId === 'string' ? input.stepId : ''}
+            disabled={!workflowId}
+            title={workflowId ? undefined : 'Choose a workflow first'}
+            onChange={(e) => setFilter('stepId', e.target.value || undefined)}
+            className={`${INPUT_CLASS} w-40 disabled:bg-zinc-50 disabled:text-zinc-400`}
+          >
+            <option value="">Any step</option>
+            {workflow.data?.steps.map((s) => (
+              <option key={s.id} value={s.id}>
+                {s.name} ({s.live} live)
+              </option>
+            ))}
+          </select>
+        </Field>
+        <TextFilter
+          id="filter-contact"
+          label="Contact"
+          value={typeof input.contact === 'string' ? input.contact : undefined}
+          onApply={(v) => setFilter('contact', v)}
+          placeholder="email starts with…"
+        />
+        <TimeRange
+          since={typeof input.since === 'string' ? input.since : undefined}
+          until={typeof input.until === 'string' ? input.until : undefined}
+          onChange={(range) => {
+            const { cursor: _c, before: _b, since: _s, until: _u, ...rest } = input;
+            replace({ ...rest, ...range });
+          }}
+        />
+      </FilterBar>
+      <div className="flex flex-wrap gap-x-6 gap-y-2 border-b border-zinc-200 px-4 py-2.5">
+        <ChipGroup
+          label="Status"
+          options={STATUSES.map((s) => ({ value: s, label: s.toLowerCase(), count: stats.data?.byStatus[s] }))}
+          selected={status}
+          onChange={(values) => setFilter('status', values)}
+        />
+        <ChipGroup
+          label="Stuck because"
+          options={executionReasons.map((r) => ({ value: r, count: stats.data?.byStuckReason[r], title: STUCK_DESCRIPTIONS[r] }))}
+          selected={stuck}
+          onChange={(values) => setFilter('stuck', values)}
+        />
+      </div>
+
+      <div className="flex h-8 items-center gap-3 px-4 text-xs text-zinc-500" aria-live="polite">
+        {stats.data && (
+          <span className="tabular-nums" title="The status and stuck counts above are of the whole project (or the chosen workflow), whatever the other filters">
+            {stats.data.total.toLocaleString()} executions in {workflowId ? 'this workflow' : 'the project'}
+          </span>
+        )}
+        {held.arrived > 0 && (
+          <button
+            type="button"
+            onClick={held.showLatest}
+            className="rounded-full bg-sky-600 px-2.5 py-0.5 text-xs font-medium text-white shadow-xs hover:bg-sky-700"
+          >
+            {held.arrived} new or changed — show
+          </button>
+        )}
+        {pointerInside && <span className="text-zinc-400">Paused while the pointer is over the rows</span>}
+        <span className="ml-auto">{list.data && <Freshness updatedAt={list.dataUpdatedAt} fetching={list.isFetching} />}</span>
+      </div>
+
+      {list.error && <LoadError what="the executions" message={list.error.message} />}
+      {list.isPending && !list.error && (
+        <p className="px-4 py-8 text-center text-zinc-500" role="status">
+          Loading executions…
+        </p>
+      )}
+      {list.data && (
+        <>
+          <DataTable
+            label="Executions"
+            columns={COLUMNS}
+            rows={held.rows}
+            columnClass={COLUMN_CLASS}
+            rowClass={(r) => (r.gone ? 'opacity-50' : r.stuck.length ? 'bg-amber-50/40' : '')}
+            rowTestId={() => 'execution-row'}
+            onPointerInside={setPointerInside}
+            empty={
+              filtered ? (
+                <>
+                  No executions match these filters.{' '}
+                  <button type="button" onClick={clear} className="text-sky-700 underline">
+                    Clear filters
+                  </button>
+                </>
+              ) : (
+                'No executions yet. Enroll a contact in a workflow and it shows up here.'
+              )
+            }
+          />
+          <Pager
+            prevCursor={list.data.prevCursor}
+            nextCursor={list.data.nextCursor}
+            onPage={setPage}
+            count={held.rows.length}
+            what="executions"
+            atStart={atStart}
+          />
+        </>
+      )}
+    </section>
+  );
+}
