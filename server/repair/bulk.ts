@@ -13,6 +13,12 @@ import { listStuck, MESSAGE_REASONS, type StuckItem, type StuckReason } from './
 export interface BulkFilter {
   reason?: StuckReason;
   workflowId?: string;
+  /**
+   * With a reason, one stuck group (stuckGroups): its step (null: items without one, such
+   * as events) and its normalised error (null: items without an error). Undefined: any.
+   */
+  stepId?: string | null;
+  errorPattern?: string | null;
   status?: 'RUNNING' | 'WAITING' | 'FAILED';
   executionIds?: string[];
 }
@@ -97,6 +103,8 @@ export async function selectTargets(
         workflowId: filter.workflowId ?? null,
         graceSeconds: opts.graceSeconds,
         reasons: [filter.reason],
+        ...(filter.stepId !== undefined ? { stepId: filter.stepId } : {}),
+        ...(filter.errorPattern !== undefined ? { errorPattern: filter.errorPattern } : {}),
         cursor,
         limit: 500,
       });
@@ -216,39 +224,78 @@ async function repairOne(
   }
 }
 
+/** What a running bulk repair reports, as it goes. */
+export type BulkProgress =
+  /** The targets are selected; nothing is repaired yet. */
+  | { type: 'selected'; total: number }
+  /** One more row is done (done of total). */
+  | { type: 'item'; done: number; total: number; item: BulkItem }
+  /** The run is over: every row done, or stopped between rows (interrupted). */
+  | { type: 'finished'; matched: number; done: number; interrupted: boolean };
+
+export interface BulkRequest {
+  projectId: string;
+  actor: string;
+  action: BulkAction;
+  reason: string;
+  filter: BulkFilter;
+  /** Claims per second at most (protects the workers sharing the database). */
+  ratePerSecond?: number;
+  /** Aborting stops the run between rows: rows already done stay done. */
+  signal?: AbortSignal;
+}
+
+/**
+ * A bulk repair as it runs: selects the targets, then repairs them one transaction each at
+ * a bounded rate, yielding after each row, so a console can show progress and a stop
+ * (abort, or no longer iterating) leaves every row either repaired or untouched.
+ */
+export async function* runMany(db: Db, req: BulkRequest, opts: RepairOptions): AsyncGenerator<BulkProgress, void, undefined> {
+  const targets = await selectTargets(db, req.projectId, req.filter, opts);
+  yield { type: 'selected', total: targets.length };
+  const gap = 1000 / (req.ratePerSecond ?? 50);
+  let done = 0;
+  let last = 0;
+  for (const target of targets) {
+    if (req.signal?.aborted) break;
+    const wait = last + gap - Date.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    if (req.signal?.aborted) break;
+    last = Date.now();
+    const item: BulkItem = { executionId: target.executionId, eventId: target.eventId, messageId: target.messageId ?? null, ...(await repairOne(db, req, target, opts)) };
+    done++;
+    yield { type: 'item', done, total: targets.length, item };
+  }
+  yield { type: 'finished', matched: targets.length, done, interrupted: done < targets.length };
+}
+
 export async function applyMany(
   db: Db,
-  req: {
-    projectId: string;
-    actor: string;
-    action: BulkAction;
-    reason: string;
-    filter: BulkFilter;
+  req: BulkRequest & {
     dryRun: boolean;
-    /** Claims per second at most (protects the workers sharing the database). */
-    ratePerSecond?: number;
-    signal?: AbortSignal;
     /** Called once the targets are selected, before the first claim (progress bars). */
     onSelected?: (total: number) => void | Promise<void>;
     onProgress?: (done: number, total: number) => void;
   },
   opts: RepairOptions,
 ): Promise<{ matched: number; dryRun: boolean; items: BulkItem[]; interrupted: boolean }> {
-  const targets = await selectTargets(db, req.projectId, req.filter, opts);
   if (req.dryRun) {
+    const targets = await selectTargets(db, req.projectId, req.filter, opts);
     return { matched: targets.length, dryRun: true, items: [], interrupted: false };
   }
-  await req.onSelected?.(targets.length);
-  const gap = 1000 / (req.ratePerSecond ?? 50);
   const items: BulkItem[] = [];
-  let last = 0;
-  for (const target of targets) {
-    if (req.signal?.aborted) return { matched: targets.length, dryRun: false, items, interrupted: true };
-    const wait = last + gap - Date.now();
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    last = Date.now();
-    items.push({ executionId: target.executionId, eventId: target.eventId, messageId: target.messageId ?? null, ...(await repairOne(db, req, target, opts)) });
-    req.onProgress?.(items.length, targets.length);
+  let matched = 0;
+  let interrupted = false;
+  for await (const progress of runMany(db, req, opts)) {
+    if (progress.type === 'selected') {
+      matched = progress.total;
+      await req.onSelected?.(progress.total);
+    } else if (progress.type === 'item') {
+      items.push(progress.item);
+      req.onProgress?.(progress.done, progress.total);
+    } else {
+      interrupted = progress.interrupted;
+    }
   }
-  return { matched: targets.length, dryRun: false, items, interrupted: false };
+  return { matched, dryRun: false, items, interrupted };
 }

@@ -141,6 +141,14 @@ const MATRIX: Record<string, MatrixRow> = {
     foreignMaySelectNothing: (result) => (result as { items: unknown[] }).items.length === 0,
   },
 
+  'repair.stuckGroups': { minimum: 'VIEWER', input: () => ({}), foreign: (other) => [{ workflowId: other.workflowId }] },
+  'repair.applyManyLive': {
+    minimum: 'OPERATOR',
+    // Dead events belong to no workflow: this selects nothing and changes nothing.
+    input: (own) => ({ filter: { reason: 'EVENT_DEAD', workflowId: own.workflowId }, action: 'REDRIVE_EVENT', reason: 'authorization matrix' }),
+    foreign: (other) => [{ filter: { reason: 'WAIT_OVERDUE', workflowId: other.workflowId }, action: 'FORCE_TIMEOUT', reason: 'authorization matrix' }],
+  },
+
   'audit.list': { minimum: 'VIEWER', input: () => ({}) },
 
   'apiKeys.list': { minimum: 'OWNER', input: () => undefined },
@@ -224,7 +232,14 @@ async function call(headers: Headers, path: string, input: unknown): Promise<{ c
   const caller = createCaller(await contextOf(t.db, headers)) as unknown as Record<string, Record<string, (input: unknown) => Promise<unknown>>>;
   const [namespace, name] = path.split('.') as [string, string];
   try {
-    return { code: 'OK', result: await caller[namespace]![name]!(input) };
+    const result = await caller[namespace]![name]!(input);
+    // A subscription answers a stream: read it to the end (its errors come from there).
+    if (result && typeof result === 'object' && Symbol.asyncIterator in result) {
+      const yielded: unknown[] = [];
+      for await (const value of result as AsyncIterable<unknown>) yielded.push(value);
+      return { code: 'OK', result: yielded };
+    }
+    return { code: 'OK', result };
   } catch (error) {
     if (error instanceof TRPCError) return { code: error.code, message: error.message };
     throw error;

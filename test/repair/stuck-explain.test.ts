@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { countStuck, listStuck, STUCK_REASONS, stuckQuery } from '../../server/repair';
+import { countStuck, listStuck, STUCK_REASONS, stuckGroupsQuery, stuckQuery } from '../../server/repair';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { explain, planNodes } from '../support/explain';
 import { createProject, waitWorkflow, workflowFrom } from '../support/fixtures';
@@ -99,6 +99,16 @@ describe('stuck predicates at 100,000 executions', () => {
     expect(seqScans, JSON.stringify(all.map((n) => [n['Node Type'], n['Relation Name'], n['Index Name']]))).toEqual([]);
     const indexes = all.map((n) => n['Index Name']).filter(Boolean);
     expect(indexes.length).toBeGreaterThan(0);
+  });
+
+  it('grouping every stuck item by cause reads the same partial indexes, no sequential scan of a big table', async () => {
+    const plan = await explain(t.db, stuckGroupsQuery({ projectId, graceSeconds: 60 }));
+    const all = planNodes(plan);
+    const seqScans = all.filter((n) => n['Node Type'] === 'Seq Scan' && BIG_TABLES.includes(n['Relation Name'] ?? ''));
+    expect(seqScans, JSON.stringify(all.map((n) => [n['Node Type'], n['Relation Name'], n['Index Name']]))).toEqual([]);
+    const indexes = new Set(all.map((n) => n['Index Name']).filter(Boolean));
+    // One partial index per predicate at least (the union), not one big scan.
+    expect(indexes.size).toBeGreaterThanOrEqual(STUCK_REASONS.length - 2);
   });
 
   it('the first page of the stuck list is one index-driven query too', async () => {

@@ -65,25 +65,37 @@ export const applyInput = z
   })
   .superRefine(requireTarget);
 
-export const applyManyInput = z.object({
-  filter: z
-    .object({
-      reason: z.enum(STUCK_REASONS).optional(),
-      workflowId: id.optional(),
-      status: z.enum(['RUNNING', 'WAITING', 'FAILED']).optional(),
-      executionIds: z.array(id).min(1).max(BULK_MAX).optional(),
-    })
-    .superRefine((f, ctx) => {
-      if (!f.reason && !f.status && !f.executionIds) {
-        ctx.addIssue({ code: 'custom', message: 'select by a stuck reason, a status or execution ids', path: ['reason'] });
-      }
-    }),
+/** A stuck group's error pattern (stuckGroups' errorPattern), as long as it can be. */
+const errorPattern = z.string().max(300);
+
+const bulkFilter = z
+  .object({
+    reason: z.enum(STUCK_REASONS).optional(),
+    workflowId: id.optional(),
+    /** With a reason: one stuck group's step (null: items without a step, such as events). */
+    stepId: id.nullable().optional(),
+    /** With a reason: one stuck group's normalised error (null: items without an error). */
+    errorPattern: errorPattern.nullable().optional(),
+    status: z.enum(['RUNNING', 'WAITING', 'FAILED']).optional(),
+    executionIds: z.array(id).min(1).max(BULK_MAX).optional(),
+  })
+  .superRefine((f, ctx) => {
+    if (!f.reason && !f.status && !f.executionIds) {
+      ctx.addIssue({ code: 'custom', message: 'select by a stuck reason, a status or execution ids', path: ['reason'] });
+    }
+    if (!f.reason && (f.stepId !== undefined || f.errorPattern !== undefined)) {
+      ctx.addIssue({ code: 'custom', message: 'a stuck group (stepId, errorPattern) needs its reason', path: ['reason'] });
+    }
+  });
+
+const bulkFields = {
+  filter: bulkFilter,
   /** A MESSAGE_* group takes MARK_SENT, RESEND or GIVE_UP (each email); any other selection an execution's or event's action. */
   action: oneAction,
   reason,
-  /** Count what the filter selects and change nothing. */
-  dryRun: z.boolean().default(false),
-}).superRefine((input, ctx) => {
+};
+
+function bulkActionFits(input: { filter: { reason?: string | undefined }; action: string }, ctx: z.RefinementCtx) {
   const emails = input.filter.reason === 'MESSAGE_UNCONFIRMED' || input.filter.reason === 'MESSAGE_FAILED';
   const messageAction = (MESSAGE_REPAIR_ACTIONS as readonly string[]).includes(input.action);
   if (emails && !messageAction) {
@@ -91,4 +103,29 @@ export const applyManyInput = z.object({
   } else if (!emails && messageAction) {
     ctx.addIssue({ code: 'custom', path: ['action'], message: `${input.action} repairs emails: select them with reason MESSAGE_UNCONFIRMED or MESSAGE_FAILED` });
   }
-});
+}
+
+export const applyManyInput = z
+  .object({
+    ...bulkFields,
+    /** Count what the filter selects and change nothing. */
+    dryRun: z.boolean().default(false),
+  })
+  .superRefine(bulkActionFits);
+
+/** repair.applyManyLive: the same selection and action, streamed row by row. */
+export const applyManyLiveInput = z
+  .object({
+    ...bulkFields,
+    /** Set by the SSE client when it reconnects (tracked events): a run is never restarted by a reconnect. */
+    lastEventId: z.string().nullish(),
+  })
+  .superRefine(bulkActionFits);
+
+/** repair.stuckGroups: every stuck item grouped by cause, optionally of one workflow or reason. */
+export const stuckGroupsInput = z
+  .object({
+    workflowId: id.optional(),
+    reason: z.enum(STUCK_REASONS).optional(),
+  })
+  .prefault({});

@@ -1,14 +1,14 @@
-import { TRPCError } from '@trpc/server';
+import { TRPCError, tracked } from '@trpc/server';
 import { applyRepair, previewRepair, RepairNotFound, type RepairRequest } from '../../repair/actions';
-import { applyMany } from '../../repair/bulk';
+import { applyMany, runMany, type BulkAction, type BulkFilter } from '../../repair/bulk';
 import { applyMessageRepair, isMessageRepairAction, previewMessageRepair, type MessageRepairAction } from '../../repair/messages';
-import { listStuck, STUCK_DESCRIPTIONS } from '../../repair/stuck';
+import { listStuck, STUCK_DESCRIPTIONS, stuckGroups } from '../../repair/stuck';
 import { audit, inTransaction } from '../audit';
 import { encodeCursor } from '../keyset';
 import { requireWorkflow, stuckScope } from '../scope';
 import type { Db } from '../../db';
-import { ConflictError, conflictError, operatorProcedure, router, type Actor } from '../trpc';
-import { applyInput, applyManyInput, previewInput, stuckInput } from './repair.schema';
+import { ConflictError, conflictError, operatorProcedure, router, viewerProcedure, type Actor } from '../trpc';
+import { applyInput, applyManyInput, applyManyLiveInput, previewInput, stuckGroupsInput, stuckInput } from './repair.schema';
 
 // Repair (OPERATOR): thin over server/repair, which runs every action through the
 // engine's claims and audits applied, lost and refused attempts in their transaction.
@@ -73,7 +73,39 @@ async function applyMessage(
   }
 }
 
+/** The audit entry of a bulk run as a whole (each row's repair has its own). */
+async function auditBulkRun(
+  ctx: { db: Db; actor: Actor },
+  input: { filter: BulkFilter; action: BulkAction; reason: string },
+  run: { matched: number; applied: number; done: number; interrupted: boolean },
+) {
+  await inTransaction(ctx.db, (tx) =>
+    audit(tx, ctx.actor, {
+      action: 'repair.applyMany',
+      targetType: 'filter',
+      targetId: JSON.stringify(input.filter).slice(0, 500),
+      outcome: run.applied > 0 ? 'APPLIED' : 'REJECTED',
+      reason: input.reason,
+      after: { action: input.action, matched: run.matched, applied: run.applied, skipped: run.done - run.applied, interrupted: run.interrupted },
+    }),
+  );
+}
+
 export const repairRouter = router({
+  /**
+   * Every stuck execution, event and email grouped by cause (reason, workflow, step,
+   * normalised error), biggest first, with count, oldest, newest and a sample. Reading
+   * is for every role; repairing a group (applyMany, applyManyLive) is OPERATOR.
+   */
+  stuckGroups: viewerProcedure.input(stuckGroupsInput).query(async ({ ctx, input }) => {
+    await requireWorkflow(ctx.db, ctx.actor.projectId, input.workflowId);
+    const groups = await stuckGroups(ctx.db, {
+      ...stuckScope(ctx.actor.projectId, input.workflowId),
+      reasons: input.reason ? [input.reason] : undefined,
+    });
+    return { groups, graceSeconds: stuckScope(ctx.actor.projectId).graceSeconds };
+  }),
+
   /** What is stuck and why, newest first. */
   stuck: operatorProcedure.input(stuckInput).query(async ({ ctx, input }) => {
     await requireWorkflow(ctx.db, ctx.actor.projectId, input.workflowId);
@@ -179,17 +211,45 @@ export const repairRouter = router({
     if (!result.dryRun) {
       // Each execution's repair has its own entry; this one records the run as a whole.
       const applied = result.items.filter((i) => i.outcome === 'APPLIED').length;
-      await inTransaction(ctx.db, (tx) =>
-        audit(tx, ctx.actor, {
-          action: 'repair.applyMany',
-          targetType: 'filter',
-          targetId: JSON.stringify(input.filter).slice(0, 500),
-          outcome: applied > 0 ? 'APPLIED' : 'REJECTED',
-          reason: input.reason,
-          after: { action: input.action, matched: result.matched, applied, skipped: result.items.length - applied, interrupted: result.interrupted },
-        }),
-      );
+      await auditBulkRun(ctx, input, { matched: result.matched, applied, done: result.items.length, interrupted: result.interrupted });
     }
     return result;
+  }),
+
+  /**
+   * applyMany as it runs, over SSE (httpSubscriptionLink): `selected` with the total, one
+   * `item` per row as it is done, then `finished`. Unsubscribing (closing the stream)
+   * stops the run between rows; rows already done stay done, and the run's audit entry
+   * says it was interrupted. A reconnect never restarts a run: the events are tracked,
+   * so a reconnecting client sends lastEventId and is told the run was cut off.
+   */
+  applyManyLive: operatorProcedure.input(applyManyLiveInput).subscription(async function* ({ ctx, input, signal }) {
+    if (input.lastEventId) {
+      throw new TRPCError({
+        code: 'PRECONDITION_FAILED',
+        message: 'The connection to this bulk repair was lost, which stopped it; rows already done stay done. Start it again to repair what is left.',
+      });
+    }
+    await requireWorkflow(ctx.db, ctx.actor.projectId, input.filter.workflowId);
+    const run = { matched: 0, applied: 0, done: 0, interrupted: true };
+    let seq = 0;
+    try {
+      for await (const progress of runMany(
+        ctx.db,
+        { projectId: ctx.actor.projectId, actor: ctx.actor.id, action: input.action, reason: input.reason, filter: input.filter, signal },
+        stuckScope(ctx.actor.projectId),
+      )) {
+        if (progress.type === 'selected') run.matched = progress.total;
+        if (progress.type === 'item') {
+          run.done = progress.done;
+          if (progress.item.outcome === 'APPLIED') run.applied++;
+        }
+        if (progress.type === 'finished') run.interrupted = progress.interrupted;
+        yield tracked(String(++seq), progress);
+      }
+    } finally {
+      // Written however the run ends: finished, stopped by the operator, or cut off.
+      await auditBulkRun(ctx, input, run);
+    }
   }),
 });
