@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { rmSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { startEmbeddedPostgres, withDatabase, type EmbeddedDatabase } from '../server/embedded-postgres';
@@ -59,10 +59,18 @@ async function main(): Promise<number> {
   });
   log(`fresh database ${name}`);
 
+  // Specs that must stage a state the running product cannot be driven into through its
+  // API (e2e/stuck.spec.ts: overdue waits, while it pauses the workers) read the run's
+  // database URL and the supervisor's run file (.data/run-<PORT>.json) from here.
+  const productUrl = withDatabase(serverUrl, name);
+  const runInfo = path.join(ROOT, '.data', `e2e-${process.env.PORT ?? '3000'}.json`);
+  mkdirSync(path.dirname(runInfo), { recursive: true });
+  writeFileSync(runInfo, `${JSON.stringify({ databaseUrl: productUrl, runFile: path.join(ROOT, '.data', `run-${process.env.PORT ?? '3000'}.json`) }, null, 2)}\n`, { mode: 0o600 });
+
   const product = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'scripts', 'start.ts')], {
     cwd: ROOT,
     // A session secret of its own, so the run neither reads nor creates a developer's .data/auth-secret.
-    env: { ...process.env, DATABASE_URL: withDatabase(serverUrl, name), SEED_DEMO: '1', AUTH_SECRET: randomBytes(32).toString('base64url') },
+    env: { ...process.env, DATABASE_URL: productUrl, SEED_DEMO: '1', AUTH_SECRET: randomBytes(32).toString('base64url') },
     stdio: 'inherit',
   });
   const exited = new Promise<number>((resolve) => product.once('exit', (code) => resolve(code ?? 1)));
@@ -71,6 +79,7 @@ async function main(): Promise<number> {
   }
 
   const code = await exited;
+  rmSync(runInfo, { force: true });
   if (embedded) {
     // The whole throwaway server goes, its database with it.
     await stopEmbeddedPostgres(embedded);

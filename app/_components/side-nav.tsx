@@ -10,6 +10,7 @@ type Role = 'VIEWER' | 'MARKETER' | 'OPERATOR' | 'OWNER';
 // role is not shown below it: people see only what they may use.
 const SECTIONS: { label: string; href?: string; ownerOnly?: boolean }[] = [
   { label: 'Overview', href: '/' },
+  { label: 'Stuck', href: '/stuck' },
   { label: 'Executions', href: '/executions' },
   { label: 'Events', href: '/events' },
   { label: 'Workflows' },

@@ -1,6 +1,7 @@
 'use client';
 
 import { useQuery } from '@tanstack/react-query';
+import Link from 'next/link';
 import { SELF_HEALING, STUCK_DESCRIPTIONS, STUCK_REASONS } from '@/server/repair/stuck-reasons';
 import { useTRPC } from '../_trpc/client';
 import { Freshness, LIVE_REFRESH_MS, LoadError, Panel } from './panel';
@@ -33,7 +34,14 @@ export function StuckPanel() {
           </span>
         ))
       }
-      aside={data && <Freshness updatedAt={dataUpdatedAt} fetching={isFetching} />}
+      aside={
+        <>
+          {data && <Freshness updatedAt={dataUpdatedAt} fetching={isFetching} />}
+          <Link href="/stuck" className="font-medium text-sky-700 hover:underline">
+            Grouped by cause →
+          </Link>
+        </>
+      }
     >
       {error && <LoadError what="the stuck executions" message={error.message} />}
       {data && (
@@ -59,7 +67,15 @@ export function StuckPanel() {
               const count = data.byStuckReason[reason] ?? 0;
               return (
                 <tr key={reason} data-testid={`stuck-${reason}`} className={count > 0 ? 'bg-amber-50/50' : undefined}>
-                  <td className="px-4 py-2 align-baseline font-mono text-xs font-semibold text-zinc-600">{reason}</td>
+                  <td className="px-4 py-2 align-baseline font-mono text-xs font-semibold text-zinc-600">
+                    {count > 0 ? (
+                      <Link href={`/stuck?reason=${reason}`} className="text-sky-700 hover:underline">
+                        {reason}
+                      </Link>
+                    ) : (
+                      reason
+                    )}
+                  </td>
                   <td className="px-2 py-2 align-baseline text-zinc-600">{STUCK_DESCRIPTIONS[reason]}</td>
                   <td className="px-2 py-2 align-baseline text-xs text-zinc-500">
                     {SELF_HEALING.includes(reason) ? 'the workers, once running' : 'an operator'}

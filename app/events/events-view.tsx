@@ -3,7 +3,7 @@
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { createColumnHelper } from '@tanstack/react-table';
 import Link from 'next/link';
-import { useState } from 'react';
+import { useMemo, useState } from 'react';
 import { StatusBadge } from '../_components/badges';
 import { DataTable, useHeldRows, type Features } from '../_components/data-table';
 import { ChipGroup, FilterBar, Pager, TextFilter, useUrlInput } from '../_components/filters';
@@ -12,6 +12,7 @@ import { Freshness, LIVE_REFRESH_MS, LoadError } from '../_components/panel';
 import { RelativeTime } from '../_components/time';
 import { useTRPC } from '../_trpc/client';
 import type { RouterOutputs } from '../executions/search';
+import { RedriveEvent } from './redrive-event';
 import { EVENT_SEARCH, type ListEventsInput } from './search';
 
 type Row = RouterOutputs['events']['list']['items'][number] & { gone: boolean };
@@ -136,10 +137,39 @@ const COLUMN_CLASS: Record<string, string> = {
   dispatch: 'w-64',
   effects: 'w-80',
   data: 'w-56',
+  repair: 'w-24 text-right',
 };
 
-export function EventsView() {
+type Role = 'VIEWER' | 'MARKETER' | 'OPERATOR' | 'OWNER';
+
+export function EventsView({ role }: { role: Role }) {
   const trpc = useTRPC();
+  const mayRepair = role === 'OPERATOR' || role === 'OWNER';
+  const [redriving, setRedriving] = useState<{ id: string; name: string; contact: string | null } | null>(null);
+  const columns = useMemo(
+    () =>
+      mayRepair
+        ? [
+            ...COLUMNS,
+            helper.display({
+              id: 'repair',
+              header: () => <span className="sr-only">Repair</span>,
+              cell: ({ row }) =>
+                row.original.state === 'dead' ? (
+                  <button
+                    type="button"
+                    aria-pressed={redriving?.id === row.original.id}
+                    onClick={() => setRedriving(redriving?.id === row.original.id ? null : { id: row.original.id, name: row.original.name, contact: row.original.contactEmail })}
+                    className="inline-flex h-7 items-center rounded border border-zinc-300 bg-white px-2.5 text-xs font-medium whitespace-nowrap text-zinc-700 shadow-xs hover:border-zinc-400"
+                  >
+                    Redrive…
+                  </button>
+                ) : null,
+            }),
+          ]
+        : COLUMNS,
+    [mayRepair, redriving],
+  );
   const { input, setFilter, setPage, clear } = useUrlInput(EVENT_SEARCH);
   const list = useQuery(trpc.events.list.queryOptions(input as ListEventsInput, { refetchInterval: LIVE_REFRESH_MS, placeholderData: keepPreviousData }));
   const [pointerInside, setPointerInside] = useState(false);
@@ -169,6 +199,16 @@ export function EventsView() {
         {pointerInside && <span className="text-zinc-400">Paused while the pointer is over the rows</span>}
         <span className="ml-auto">{list.data && <Freshness updatedAt={list.dataUpdatedAt} fetching={list.isFetching} />}</span>
       </div>
+      {redriving && (
+        <div className="border-b border-zinc-200 px-4 py-2.5">
+          <p className="text-[13px] font-semibold">
+            Redrive the dead-lettered event <code className="font-mono text-xs">{redriving.name}</code>
+            {redriving.contact && <span className="font-normal text-zinc-600"> of {redriving.contact}</span>}
+            <span className="font-mono text-[11px] font-normal text-zinc-400"> · {redriving.id.slice(0, 8)}</span>
+          </p>
+          <RedriveEvent key={redriving.id} eventId={redriving.id} name={redriving.name} onClose={() => setRedriving(null)} />
+        </div>
+      )}
       {list.error && <LoadError what="the events" message={list.error.message} />}
       {list.isPending && !list.error && (
         <p role="status" className="px-4 py-8 text-center text-zinc-500">
@@ -179,7 +219,7 @@ export function EventsView() {
         <>
           <DataTable
             label="Events"
-            columns={COLUMNS}
+            columns={columns}
             rows={held.rows}
             columnClass={COLUMN_CLASS}
             rowClass={(r) => (r.gone ? 'opacity-50' : r.state === 'dead' ? 'bg-red-50/50' : r.state === 'retrying' ? 'bg-amber-50/40' : '')}

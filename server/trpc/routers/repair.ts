@@ -8,6 +8,7 @@ import { encodeCursor } from '../keyset';
 import { requireWorkflow, stuckScope } from '../scope';
 import type { Db } from '../../db';
 import { ConflictError, conflictError, operatorProcedure, router, viewerProcedure, type Actor } from '../trpc';
+import { DEFAULT_ENGINE_CONFIG } from '../../engine/context';
 import { applyInput, applyManyInput, applyManyLiveInput, previewInput, stuckGroupsInput, stuckInput } from './repair.schema';
 
 // Repair (OPERATOR): thin over server/repair, which runs every action through the
@@ -103,7 +104,12 @@ export const repairRouter = router({
       ...stuckScope(ctx.actor.projectId, input.workflowId),
       reasons: input.reason ? [input.reason] : undefined,
     });
-    return { groups, graceSeconds: stuckScope(ctx.actor.projectId).graceSeconds };
+    return {
+      groups,
+      graceSeconds: stuckScope(ctx.actor.projectId).graceSeconds,
+      /** A LEASE_EXPIRED step with this many attempts is a poison step: the workers leave it to an operator. */
+      poisonAttempts: DEFAULT_ENGINE_CONFIG.maxStepAttempts,
+    };
   }),
 
   /** What is stuck and why, newest first. */

@@ -1,0 +1,357 @@
+'use client';
+
+import { useMutation, useQueryClient } from '@tanstack/react-query';
+import Link from 'next/link';
+import Papa from 'papaparse';
+import { useEffect, useRef, useState } from 'react';
+import type { StuckReason } from '@/server/repair/stuck-reasons';
+import { useTRPC, useTRPCClient } from '../_trpc/client';
+import type { RouterInputs, RouterOutputs } from '../executions/search';
+import { Badge } from './badges';
+import { INPUT_CLASS } from './filters';
+import { ACTION_MEANS, actionsFor, subjectOf, type BulkActionName } from './stuck-actions';
+
+// Bulk repair of one stuck group (DESIGN.md section 5): choose an action the group's
+// reason allows, count first (a dry run: "this will touch N"), confirm with a reason, then
+// watch it run row by row over repair.applyManyLive (server-sent events) with a Stop
+// button; every row's outcome is listed and can be downloaded as CSV. Rows already done
+// when the run stops stay done.
+
+export type BulkFilterInput = RouterInputs['repair']['applyMany']['filter'];
+type BulkItem = RouterOutputs['repair']['applyMany']['items'][number];
+
+type Stage =
+  | { kind: 'choose' }
+  | { kind: 'confirm'; action: BulkActionName; matched: number }
+  | { kind: 'running'; action: BulkActionName; total: number | null }
+  | { kind: 'done'; action: BulkActionName; total: number; interrupted: boolean; why: string | null };
+
+const OUTCOME_TONE = { APPLIED: 'emerald', SKIPPED_CHANGED: 'amber', SKIPPED: 'zinc' } as const;
+const OUTCOME_LABEL = { APPLIED: 'applied', SKIPPED_CHANGED: 'skipped: changed since selected', SKIPPED: 'refused' } as const;
+/** Rows shown in the page; the CSV has them all. */
+const SHOWN_ROWS = 500;
+
+const button =
+  'inline-flex h-8 items-center rounded border px-3 text-[13px] font-medium shadow-xs disabled:cursor-not-allowed disabled:opacity-50';
+const primary = `${button} border-sky-700 bg-sky-600 text-white hover:bg-sky-700`;
+const secondary = `${button} border-zinc-300 bg-white text-zinc-700 hover:border-zinc-400`;
+const danger = `${button} border-red-700 bg-red-600 text-white hover:bg-red-700`;
+
+function targetOf(item: BulkItem): { href: string; label: string } | null {
+  if (item.executionId) return { href: `/executions/${item.executionId}`, label: `execution ${item.executionId.slice(0, 8)}` };
+  if (item.eventId) return { href: `/events#event-${item.eventId}`, label: `event ${item.eventId.slice(0, 8)}` };
+  return null;
+}
+
+function downloadCsv(items: BulkItem[], name: string) {
+  const csv = Papa.unparse(
+    items.map((item, i) => ({
+      row: i + 1,
+      outcome: item.outcome,
+      detail: item.detail,
+      executionId: item.executionId ?? '',
+      eventId: item.eventId ?? '',
+      messageId: item.messageId ?? '',
+      activeExecutionId: item.conflict?.executionId ?? '',
+      link: targetOf(item) ? `${window.location.origin}${targetOf(item)!.href}` : '',
+    })),
+  );
+  const url = URL.createObjectURL(new Blob([csv], { type: 'text/csv;charset=utf-8' }));
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1_000);
+}
+
+export function BulkRepair({
+  filter,
+  reason,
+  stepType,
+  title,
+  onClose,
+}: {
+  filter: BulkFilterInput;
+  reason: StuckReason;
+  stepType: string | null;
+  /** The group in words, e.g. "WAIT_OVERDUE · Welcome series · Wait for a purchase". */
+  title: string;
+  onClose: () => void;
+}) {
+  const trpc = useTRPC();
+  const client = useTRPCClient();
+  const queryClient = useQueryClient();
+  const actions = actionsFor(reason, stepType);
+  const [action, setAction] = useState<BulkActionName>(actions[0]!);
+  const [why, setWhy] = useState('');
+  const [stage, setStage] = useState<Stage>({ kind: 'choose' });
+  const [items, setItems] = useState<BulkItem[]>([]);
+  const subscription = useRef<{ unsubscribe: () => void } | null>(null);
+  const count = useMutation(trpc.repair.applyMany.mutationOptions());
+
+  // Leaving the page stops a run (the server stops between rows; done rows stay done).
+  useEffect(() => () => subscription.current?.unsubscribe(), []);
+  const panel = useRef<HTMLElement>(null);
+  useEffect(() => panel.current?.scrollIntoView({ block: 'nearest', behavior: 'smooth' }), []);
+
+  const refresh = () => {
+    void queryClient.invalidateQueries({ queryKey: trpc.repair.stuckGroups.queryKey() });
+    void queryClient.invalidateQueries({ queryKey: trpc.executions.stats.queryKey() });
+  };
+
+  const countFirst = () =>
+    count.mutate(
+      { filter, action, reason: 'dry run: count first', dryRun: true },
+      { onSuccess: (result) => setStage({ kind: 'confirm', action, matched: result.matched }) },
+    );
+
+  const start = (chosen: BulkActionName) => {
+    setItems([]);
+    setStage({ kind: 'running', action: chosen, total: null });
+    const finish = (interrupted: boolean, message: string | null) => {
+      subscription.current?.unsubscribe();
+      subscription.current = null;
+      setStage((s) => (s.kind === 'running' ? { kind: 'done', action: s.action, total: s.total ?? 0, interrupted, why: message } : s));
+      refresh();
+    };
+    let started = false;
+    subscription.current = client.repair.applyManyLive.subscribe(
+      { filter, action: chosen, reason: why.trim() },
+      {
+        onData: ({ data }) => {
+          started = true;
+          if (data.type === 'selected') setStage((s) => (s.kind === 'running' ? { ...s, total: data.total } : s));
+          else if (data.type === 'item') setItems((list) => [...list, data.item]);
+          else finish(data.interrupted, data.interrupted ? 'the server stopped the run before its end' : null);
+        },
+        onError: (error) => finish(true, error.message),
+        // A dropped connection: the server stops the run with it; never reconnect into a new one.
+        onConnectionStateChange: (state) => {
+          if (started && state.state === 'connecting' && state.error) finish(true, 'the connection to the server was lost, which stopped the run');
+        },
+      },
+    );
+  };
+
+  const stop = () => {
+    subscription.current?.unsubscribe();
+    subscription.current = null;
+    setStage((s) => (s.kind === 'running' ? { kind: 'done', action: s.action, total: s.total ?? 0, interrupted: true, why: 'stopped by you' } : s));
+    refresh();
+  };
+
+  const applied = items.filter((i) => i.outcome === 'APPLIED').length;
+  const changed = items.filter((i) => i.outcome === 'SKIPPED_CHANGED').length;
+  const refused = items.filter((i) => i.outcome === 'SKIPPED').length;
+  const total = stage.kind === 'running' || stage.kind === 'done' ? stage.total : null;
+
+  return (
+    <section ref={panel} aria-labelledby="bulk-heading" data-testid="bulk-repair" className="overflow-hidden rounded-md border border-sky-200 bg-white shadow-xs">
+      <header className="flex items-center gap-3 border-b border-sky-100 bg-sky-50/60 px-4 py-2.5">
+        <h2 id="bulk-heading" className="text-[13px] font-semibold">
+          Bulk repair
+        </h2>
+        <span className="truncate font-mono text-xs text-zinc-600" title={title}>
+          {title}
+        </span>
+        <button type="button" onClick={onClose} disabled={stage.kind === 'running'} className="ml-auto rounded px-2 py-0.5 text-xs text-zinc-600 hover:bg-zinc-100 disabled:text-zinc-300">
+          Close
+        </button>
+      </header>
+
+      <div className="space-y-3 px-4 py-3">
+        {stage.kind === 'choose' && (
+          <>
+            <fieldset>
+              <legend className="text-[10.5px] font-medium tracking-wide text-zinc-500 uppercase">Action</legend>
+              <div className="mt-1 space-y-1">
+                {actions.map((a) => (
+                  <label key={a} className="flex items-baseline gap-2">
+                    <input type="radio" name="bulk-action" value={a} checked={action === a} onChange={() => setAction(a)} />
+                    <code className="font-mono text-xs font-semibold">{a}</code>
+                    <span className="text-zinc-600">{ACTION_MEANS[a]}</span>
+                  </label>
+                ))}
+              </div>
+            </fieldset>
+            <div className="flex items-center gap-3">
+              <button type="button" className={primary} onClick={countFirst} disabled={count.isPending}>
+                {count.isPending ? 'Counting…' : 'Count what it would touch'}
+              </button>
+              <span className="text-xs text-zinc-500">A dry run: nothing changes yet.</span>
+            </div>
+            {count.error && (
+              <p role="alert" className="text-red-700">
+                Could not count: {count.error.message}
+              </p>
+            )}
+          </>
+        )}
+
+        {stage.kind === 'confirm' && (
+          <form
+            className="space-y-3"
+            onSubmit={(e) => {
+              e.preventDefault();
+              if (why.trim().length >= 3 && stage.matched > 0) start(stage.action);
+            }}
+          >
+            <p data-testid="bulk-count" className="text-[13px]">
+              <code className="font-mono text-xs font-semibold">{stage.action}</code> will touch{' '}
+              <strong className="tabular-nums">{subjectOf(reason, stage.matched)}</strong> as they are now: {ACTION_MEANS[stage.action]}. Each row is
+              repaired only if it has not changed since it was selected.
+            </p>
+            {stage.matched === 0 ? (
+              <p className="text-zinc-600">Nothing to repair: the group is empty now.</p>
+            ) : (
+              <label className="block">
+                <span className="text-[10.5px] font-medium tracking-wide text-zinc-500 uppercase">Reason (for the audit log, required)</span>
+                <textarea
+                  value={why}
+                  onChange={(e) => setWhy(e.target.value)}
+                  required
+                  minLength={3}
+                  maxLength={500}
+                  rows={2}
+                  placeholder="e.g. timer outage 2026-12-01: force the overdue waits on"
+                  className={`${INPUT_CLASS} mt-0.5 block h-auto w-full max-w-2xl py-1`}
+                />
+              </label>
+            )}
+            <div className="flex gap-2">
+              {stage.matched > 0 && (
+                <button type="submit" className={danger} disabled={why.trim().length < 3}>
+                  Repair {subjectOf(reason, stage.matched)}
+                </button>
+              )}
+              <button type="button" className={secondary} onClick={() => setStage({ kind: 'choose' })}>
+                Back
+              </button>
+            </div>
+          </form>
+        )}
+
+        {(stage.kind === 'running' || stage.kind === 'done') && (
+          <div className="space-y-2">
+            <div className="flex items-center gap-3">
+              <div
+                role="progressbar"
+                aria-label="Bulk repair progress"
+                aria-valuemin={0}
+                aria-valuemax={total ?? 0}
+                aria-valuenow={items.length}
+                className="h-2.5 w-full max-w-xl overflow-hidden rounded-full bg-zinc-100 ring-1 ring-zinc-200 ring-inset"
+              >
+                <div
+                  className={`h-full rounded-full transition-[width] duration-200 ${stage.kind === 'done' && stage.interrupted ? 'bg-amber-500' : 'bg-sky-600'}`}
+                  style={{ width: total ? `${(100 * items.length) / total}%` : '0%' }}
+                />
+              </div>
+              <span data-testid="bulk-progress" className="text-xs whitespace-nowrap text-zinc-600 tabular-nums">
+                {total === null ? 'selecting…' : `${items.length.toLocaleString()} of ${total.toLocaleString()} done`}
+              </span>
+              {stage.kind === 'running' && (
+                <button type="button" className={secondary} onClick={stop}>
+                  Stop
+                </button>
+              )}
+            </div>
+            <p data-testid="bulk-summary" aria-live="polite" className="text-[13px]">
+              {stage.kind === 'running' ? (
+                <>
+                  Running <code className="font-mono text-xs font-semibold">{stage.action}</code>…{' '}
+                </>
+              ) : stage.interrupted ? (
+                <strong className="text-amber-800">
+                  Interrupted ({stage.why}): {items.length} of {stage.total} done; rows done stay done.{' '}
+                  {stage.why === 'stopped by you' && (
+                    <span className="font-normal">A few rows already on their way when you stopped may have been repaired as well: count again to see what is left. </span>
+                  )}
+                </strong>
+              ) : (
+                <strong className="text-emerald-800">Finished: all {stage.total} rows done. </strong>
+              )}
+              <span className="text-zinc-600">
+                {applied} applied · {changed} skipped because they changed · {refused} refused
+              </span>
+            </p>
+            {stage.kind === 'done' && (
+              <div className="flex gap-2">
+                <button type="button" className={secondary} onClick={() => downloadCsv(items, `bulk-${stage.action.toLowerCase()}-${new Date().toISOString().slice(0, 19).replace(/[:T]/g, '-')}.csv`)} disabled={items.length === 0}>
+                  Download CSV
+                </button>
+                <button type="button" className={secondary} onClick={() => setStage({ kind: 'choose' })}>
+                  New run on this group
+                </button>
+              </div>
+            )}
+            {items.length > 0 && (
+              <div className="max-h-96 overflow-y-auto rounded border border-zinc-200">
+                <table aria-label="Bulk repair outcomes" className="w-full text-left">
+                  <thead className="sticky top-0 bg-zinc-50 text-[11px] font-medium tracking-wide text-zinc-500 uppercase">
+                    <tr>
+                      <th scope="col" className="w-12 px-3 py-1.5 text-right font-medium">
+                        #
+                      </th>
+                      <th scope="col" className="w-44 px-2 py-1.5 font-medium">
+                        Row
+                      </th>
+                      <th scope="col" className="w-52 px-2 py-1.5 font-medium">
+                        Outcome
+                      </th>
+                      <th scope="col" className="px-2 py-1.5 font-medium">
+                        What was done, or why not
+                      </th>
+                    </tr>
+                  </thead>
+                  <tbody className="divide-y divide-zinc-100">
+                    {items.slice(0, SHOWN_ROWS).map((item, i) => {
+                      const target = targetOf(item);
+                      return (
+                        <tr key={i} data-testid="bulk-outcome" data-outcome={item.outcome} className="align-baseline">
+                          <td className="px-3 py-1 text-right text-xs text-zinc-400 tabular-nums">{i + 1}</td>
+                          <td className="px-2 py-1 font-mono text-xs">
+                            {target ? (
+                              <Link href={target.href} className="text-sky-700 hover:underline">
+                                {target.label}
+                              </Link>
+                            ) : (
+                              '—'
+                            )}
+                          </td>
+                          <td className="px-2 py-1">
+                            <Badge tone={OUTCOME_TONE[item.outcome]}>{OUTCOME_LABEL[item.outcome]}</Badge>
+                          </td>
+                          <td className="px-2 py-1 text-xs text-zinc-700">
+                            {item.detail}
+                            {item.conflict && (
+                              <>
+                                {' '}
+                                (active:{' '}
+                                <Link href={`/executions/${item.conflict.executionId}`} className="text-sky-700 hover:underline">
+                                  {item.conflict.executionId.slice(0, 8)}
+                                </Link>
+                                )
+                              </>
+                            )}
+                          </td>
+                        </tr>
+                      );
+                    })}
+                  </tbody>
+                </table>
+                {items.length > SHOWN_ROWS && (
+                  <p className="border-t border-zinc-200 px-3 py-1.5 text-xs text-zinc-500">
+                    The first {SHOWN_ROWS} of {items.length.toLocaleString()} rows; the CSV has them all.
+                  </p>
+                )}
+              </div>
+            )}
+          </div>
+        )}
+      </div>
+    </section>
+  );
+}

@@ -1,0 +1,53 @@
+import type { StuckReason } from '@/server/repair/stuck-reasons';
+
+// Which bulk repairs a stuck group is offered, by its reason, in an operator's words. The
+// planner (server/repair/actions.ts) still decides row by row and refuses, with why, a row
+// the action does not fit; this list only keeps actions that can never fit off the menu.
+
+export type BulkActionName =
+  | 'RESUME_CONTINUATION'
+  | 'FORCE_TIMEOUT'
+  | 'RETRY_STEP'
+  | 'SKIP_STEP'
+  | 'CANCEL'
+  | 'REDRIVE_EVENT'
+  | 'MARK_SENT'
+  | 'RESEND'
+  | 'GIVE_UP';
+
+export const ACTION_MEANS: Record<BulkActionName, string> = {
+  FORCE_TIMEOUT: 'resolve each wait as timed out (by an operator) and take its TIMEOUT branch',
+  RESUME_CONTINUATION: 'move each past its resolved wait, along the branch it took',
+  RETRY_STEP: 'run the step again as a new attempt; an email already queued for it is not sent again',
+  SKIP_STEP: 'mark the step skipped and move on to the next one',
+  CANCEL: 'cancel each execution: it takes no further step',
+  REDRIVE_EVENT: 'bring each event back and dispatch it now: it may enroll contacts and resume waits',
+  MARK_SENT: 'record each email as sent (you checked that the provider has it); nothing is sent',
+  RESEND: 'queue each email again: it may send a duplicate',
+  GIVE_UP: 'abandon each email: it is never sent and no longer listed',
+};
+
+const BY_REASON: Record<StuckReason, BulkActionName[]> = {
+  WAIT_OVERDUE: ['FORCE_TIMEOUT', 'CANCEL'],
+  LEASE_EXPIRED: ['RETRY_STEP', 'SKIP_STEP', 'CANCEL'],
+  MISSING_STEP: ['RETRY_STEP', 'SKIP_STEP', 'CANCEL'],
+  CONTINUATION_PENDING: ['RESUME_CONTINUATION', 'CANCEL'],
+  EVENT_DEAD: ['REDRIVE_EVENT'],
+  EVENT_PENDING: ['REDRIVE_EVENT'],
+  FAILED: ['RETRY_STEP', 'SKIP_STEP', 'CANCEL'],
+  MESSAGE_UNCONFIRMED: ['MARK_SENT', 'RESEND', 'GIVE_UP'],
+  MESSAGE_FAILED: ['RESEND', 'GIVE_UP'],
+};
+
+/** Steps that branch cannot be skipped (their branch must be chosen: FORCE_TIMEOUT, DELIVER_EVENT). */
+const BRANCHING = ['WAIT_FOR_EVENT', 'CONDITION'];
+
+export function actionsFor(reason: StuckReason, stepType: string | null): BulkActionName[] {
+  return BY_REASON[reason].filter((a) => a !== 'SKIP_STEP' || !stepType || !BRANCHING.includes(stepType));
+}
+
+/** What a group's rows are, for "this will touch N …". */
+export function subjectOf(reason: StuckReason, n: number): string {
+  const word = reason.startsWith('EVENT_') ? 'event' : reason.startsWith('MESSAGE_') ? 'email' : 'execution';
+  return `${n.toLocaleString()} ${word}${n === 1 ? '' : 's'}`;
+}
