@@ -69,7 +69,7 @@ test('stuck: the seeded incident, grouped by cause, each group saying what it me
   await expect(lease).toHaveCount(1);
   await expect(lease).toContainText('Win-back campaign');
   await expect(lease).toContainText('Wait for a purchase');
-  await expect(lease.getByTestId('cleared-by')).toContainText('a poison step');
+  await expect(lease.getByTestId('cleared-by')).toContainText('an operator: a poison step');
   await page.setViewportSize({ width: 1440, height: 900 });
   await page.screenshot({ path: shot('stuck-1440'), fullPage: true });
   await page.setViewportSize({ width: 1280, height: 800 });

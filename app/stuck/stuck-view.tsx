@@ -21,7 +21,7 @@ const keyOf = (g: Group) => JSON.stringify([g.reason, g.workflowId, g.stepId, g.
 
 function clearedBy(g: Group, poisonAttempts: number): { who: 'workers' | 'operator'; note: string } {
   if (g.reason === 'LEASE_EXPIRED' && (g.maxAttempt ?? 0) >= poisonAttempts) {
-    return { who: 'operator', note: `a poison step: its lease ran out on ${g.maxAttempt} attempts, so the workers leave it alone` };
+    return { who: 'operator', note: `an operator: a poison step, its lease ran out on ${g.maxAttempt} attempts, so the workers leave it alone` };
   }
   return SELF_HEALING.includes(g.reason)
     ? { who: 'workers', note: 'the workers, once running: seen here past the grace period, no worker is picking it up' }
@@ -190,7 +190,7 @@ export function StuckView({ role }: { role: Role }) {
                           )}
                         </p>
                         {g.errorPattern ? (
-                          <p className="mt-0.5 max-w-2xl font-mono text-[11.5px] break-words text-red-800" title={g.sample.error ?? undefined} data-testid="error-pattern">
+                          <p className="mt-0.5 line-clamp-3 max-w-2xl font-mono text-[11.5px] break-words text-red-800" title={g.sample.error ?? undefined} data-testid="error-pattern">
                             {g.errorPattern}
                           </p>
                         ) : (

@@ -194,14 +194,15 @@ const itemError = Prisma.sql`COALESCE(x.detail->>'error', x.detail->>'lastError'
 /**
  * An error text with what varies between occurrences of one cause replaced: uuids by
  * <uuid>, quoted values by "…" (a quote opening after a letter is an apostrophe and
- * stays), numbers by <n>; blanks squeezed, at most 300 characters. NULL stays NULL.
+ * stays; a quoted key, followed by a colon, as in a JSON error, stays), numbers by <n>;
+ * blanks squeezed, at most 300 characters. NULL stays NULL.
  */
 export function normalisedError(text: Prisma.Sql): Prisma.Sql {
   return Prisma.sql`left(btrim(regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(
       ${text},
       '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}', '<uuid>', 'g'),
-      '(^|[^[:alnum:]])"[^"]*"', '\\1"…"', 'g'),
-      '(^|[^[:alnum:]])''[^'']*''', '\\1''…''', 'g'),
+      '(^|[^[:alnum:]])"[^"]*"(?![[:space:]]*:)', '\\1"…"', 'g'),
+      '(^|[^[:alnum:]])''[^'']*''(?![[:space:]]*:)', '\\1''…''', 'g'),
       '[0-9]+([.,][0-9]+)*', '<n>', 'g'),
       '[[:space:]]+', ' ', 'g')), 300)`;
 }

@@ -71,6 +71,7 @@ describe('error text normalisation', () => {
     ['unknown template "welcome-v2" in step', 'unknown template "…" in step'],
     ["can't reach host 'smtp-3.example.com' (attempt 4)", "can't reach host '…' (attempt <n>)"],
     ['out of memory   at 1.5 GB', 'out of memory at <n> GB'],
+    ['invalid config [{ "code": "invalid_type", "path": ["subject"] }]', 'invalid config [{ "code": "…", "path": ["…"] }]'],
   ])('%s -> %s', async (text, expected) => {
     expect(await normalise(text)).toBe(expected);
   });
