@@ -20,7 +20,7 @@ export function RedriveEvent({ eventId, name, onClose }: { eventId: string; name
   const plan = preview.data && 'plan' in preview.data ? preview.data.plan : null;
 
   return (
-    <div role="dialog" aria-label={`Redrive ${name}`} data-testid="redrive-panel" className="mt-1.5 w-[26rem] space-y-2 rounded border border-sky-200 bg-sky-50/60 p-2.5 text-xs">
+    <div role="dialog" aria-label={`Redrive ${name}`} data-testid="redrive-panel" className="mt-1.5 w-full max-w-xl space-y-2 rounded border border-sky-200 bg-sky-50/60 p-2.5 text-xs">
       {preview.isPending && <p role="status">Previewing…</p>}
       {preview.error && (
         <p role="alert" className="text-red-700">

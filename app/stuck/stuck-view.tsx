@@ -138,22 +138,22 @@ export function StuckView({ role }: { role: Role }) {
             <table aria-label="Stuck groups" className="w-full text-left">
               <thead className="bg-zinc-50 text-[11px] font-medium tracking-wide whitespace-nowrap text-zinc-500 uppercase">
                 <tr>
-                  <th scope="col" className="w-[22rem] py-1.5 pr-2 pl-4 font-medium">
+                  <th scope="col" className="w-64 py-1.5 pr-2 pl-4 font-medium">
                     Reason
                   </th>
                   <th scope="col" className="px-2 py-1.5 font-medium">
                     Where · error
                   </th>
-                  <th scope="col" className="w-20 px-2 py-1.5 text-right font-medium">
+                  <th scope="col" className="w-16 px-2 py-1.5 text-right font-medium">
                     Count
                   </th>
-                  <th scope="col" className="w-32 px-2 py-1.5 font-medium">
+                  <th scope="col" className="w-28 px-2 py-1.5 font-medium">
                     Oldest · newest
                   </th>
-                  <th scope="col" className="w-56 px-2 py-1.5 font-medium">
+                  <th scope="col" className="w-44 px-2 py-1.5 font-medium">
                     Sample
                   </th>
-                  <th scope="col" className="w-28 py-1.5 pr-4 pl-2 font-medium">
+                  <th scope="col" className="w-24 py-1.5 pr-4 pl-2 font-medium">
                     <span className="sr-only">Repair</span>
                   </th>
                 </tr>
@@ -213,7 +213,7 @@ export function StuckView({ role }: { role: Role }) {
                       </td>
                       <td className="min-w-0 px-2 py-2 text-xs">
                         {sample ? (
-                          <Link href={sample.href} className="block max-w-56 truncate text-sky-700 hover:underline" title={sample.label} data-testid="group-sample">
+                          <Link href={sample.href} className="block max-w-44 truncate text-sky-700 hover:underline" title={sample.label} data-testid="group-sample">
                             {sample.label}
                           </Link>
                         ) : (
