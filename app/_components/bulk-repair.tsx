@@ -116,20 +116,19 @@ export function BulkRepair({
       setStage((s) => (s.kind === 'running' ? { kind: 'done', action: s.action, total: s.total ?? 0, interrupted, why: message } : s));
       refresh();
     };
-    let started = false;
     subscription.current = client.repair.applyManyLive.subscribe(
       { filter, action: chosen, reason: why.trim() },
       {
         onData: ({ data }) => {
-          started = true;
           if (data.type === 'selected') setStage((s) => (s.kind === 'running' ? { ...s, total: data.total } : s));
           else if (data.type === 'item') setItems((list) => [...list, data.item]);
           else finish(data.interrupted, data.interrupted ? 'the server stopped the run before its end' : null);
         },
         onError: (error) => finish(true, error.message),
-        // A dropped connection: the server stops the run with it; never reconnect into a new one.
+        // A dropped (or refused) connection: the server stops the run with it. Unsubscribe at
+        // once, before the event source reconnects: a reconnect must never start a run anew.
         onConnectionStateChange: (state) => {
-          if (started && state.state === 'connecting' && state.error) finish(true, 'the connection to the server was lost, which stopped the run');
+          if (state.state === 'connecting' && state.error) finish(true, `the connection to the server was lost (${state.error.message}), which stopped the run`);
         },
       },
     );
