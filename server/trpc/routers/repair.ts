@@ -1,6 +1,6 @@
-import { TRPCError, tracked } from '@trpc/server';
+import { TRPCError } from '@trpc/server';
 import { applyRepair, previewRepair, RepairNotFound, type RepairRequest } from '../../repair/actions';
-import { applyMany, runMany, type BulkAction, type BulkFilter } from '../../repair/bulk';
+import { applyMany } from '../../repair/bulk';
 import { applyMessageRepair, isMessageRepairAction, previewMessageRepair, type MessageRepairAction } from '../../repair/messages';
 import { listStuck, STUCK_DESCRIPTIONS, stuckGroups } from '../../repair/stuck';
 import { audit, inTransaction } from '../audit';
@@ -9,6 +9,7 @@ import { requireWorkflow, stuckScope } from '../scope';
 import type { Db } from '../../db';
 import { ConflictError, conflictError, operatorProcedure, router, viewerProcedure, type Actor } from '../trpc';
 import { DEFAULT_ENGINE_CONFIG } from '../../engine/context';
+import { applyManyLive, auditBulkRun } from './repair.bulk';
 import { applyInput, applyManyInput, applyManyLiveInput, previewInput, stuckGroupsInput, stuckInput } from './repair.schema';
 
 // Repair (OPERATOR): thin over server/repair, which runs every action through the
@@ -72,24 +73,6 @@ async function applyMessage(
       );
       throw notFound(result.message);
   }
-}
-
-/** The audit entry of a bulk run as a whole (each row's repair has its own). */
-async function auditBulkRun(
-  ctx: { db: Db; actor: Actor },
-  input: { filter: BulkFilter; action: BulkAction; reason: string },
-  run: { matched: number; applied: number; done: number; interrupted: boolean },
-) {
-  await inTransaction(ctx.db, (tx) =>
-    audit(tx, ctx.actor, {
-      action: 'repair.applyMany',
-      targetType: 'filter',
-      targetId: JSON.stringify(input.filter).slice(0, 500),
-      outcome: run.applied > 0 ? 'APPLIED' : 'REJECTED',
-      reason: input.reason,
-      after: { action: input.action, matched: run.matched, applied: run.applied, skipped: run.done - run.applied, interrupted: run.interrupted },
-    }),
-  );
 }
 
 export const repairRouter = router({
@@ -229,33 +212,5 @@ export const repairRouter = router({
    * says it was interrupted. A reconnect never restarts a run: the events are tracked,
    * so a reconnecting client sends lastEventId and is told the run was cut off.
    */
-  applyManyLive: operatorProcedure.input(applyManyLiveInput).subscription(async function* ({ ctx, input, signal }) {
-    if (input.lastEventId) {
-      throw new TRPCError({
-        code: 'PRECONDITION_FAILED',
-        message: 'The connection to this bulk repair was lost, which stopped it; rows already done stay done. Start it again to repair what is left.',
-      });
-    }
-    await requireWorkflow(ctx.db, ctx.actor.projectId, input.filter.workflowId);
-    const run = { matched: 0, applied: 0, done: 0, interrupted: true };
-    let seq = 0;
-    try {
-      for await (const progress of runMany(
-        ctx.db,
-        { projectId: ctx.actor.projectId, actor: ctx.actor.id, action: input.action, reason: input.reason, filter: input.filter, signal },
-        stuckScope(ctx.actor.projectId),
-      )) {
-        if (progress.type === 'selected') run.matched = progress.total;
-        if (progress.type === 'item') {
-          run.done = progress.done;
-          if (progress.item.outcome === 'APPLIED') run.applied++;
-        }
-        if (progress.type === 'finished') run.interrupted = progress.interrupted;
-        yield tracked(String(++seq), progress);
-      }
-    } finally {
-      // Written however the run ends: finished, stopped by the operator, or cut off.
-      await auditBulkRun(ctx, input, run);
-    }
-  }),
+  applyManyLive: operatorProcedure.input(applyManyLiveInput).subscription(({ ctx, input, signal }) => applyManyLive(ctx, input, signal)),
 });
