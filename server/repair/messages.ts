@@ -173,6 +173,35 @@ export async function previewMessageRepair(db: DbTx, req: MessageRepairRequest):
   return { action: req.action, expectedVersion: target.version, target, plan: planMessageAction(req.action, target) };
 }
 
+/**
+ * The emails of one execution whose fate waits for an operator (unconfirmed or failed),
+ * each with what MARK_SENT, RESEND and GIVE_UP would do now: the console's repair panel.
+ */
+export async function messageRepairOptionsFor(
+  db: DbTx,
+  projectId: string,
+  executionId: string,
+): Promise<{ message: MessageSnapshot; expectedVersion: number; actions: { action: MessageRepairAction; plan: MessagePlan }[] }[]> {
+  // Message(executionId) index: an execution has a handful of emails.
+  const ids = await db.$queryRaw<{ id: string }[]>`
+    SELECT id FROM "Message"
+     WHERE "executionId" = ${executionId}::uuid AND "projectId" = ${projectId}::uuid
+       AND (status = 'FAILED' OR (status = 'SENDING' AND "leaseExpiresAt" < now()))
+     ORDER BY "createdAt", id`;
+  const now = new Date();
+  const out = [];
+  for (const { id } of ids) {
+    const message = await loadMessage(db, projectId, id);
+    if (!message || !awaitsOperator(message, now)) continue;
+    out.push({
+      message,
+      expectedVersion: message.version,
+      actions: MESSAGE_REPAIR_ACTIONS.map((action) => ({ action, plan: planMessageAction(action, message, now) })),
+    });
+  }
+  return out;
+}
+
 /** Who changed the message since the operator looked: another operator (per the audit log), or a sender. */
 async function whoChangedMessage(db: DbTx, projectId: string, current: MessageState | null): Promise<Winner> {
   if (!current) return { kind: 'worker', actor: null, action: null, at: null };
