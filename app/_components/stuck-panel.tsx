@@ -1,7 +1,8 @@
 'use client';
 
 import { useQuery } from '@tanstack/react-query';
-import { SELF_HEALING, STUCK_DESCRIPTIONS, STUCK_REASONS } from '@/server/repair/stuck-reasons';
+import Link from 'next/link';
+import { SELF_HEALING, STUCK_DESCRIPTIONS, STUCK_REASONS, type StuckReason } from '@/server/repair/stuck-reasons';
 import { useTRPC } from '../_trpc/client';
 import { Freshness, LIVE_REFRESH_MS, LoadError, Panel } from './panel';
 
@@ -10,6 +11,13 @@ import { Freshness, LIVE_REFRESH_MS, LoadError, Panel } from './panel';
  * count, what it means, and whether the workers clear it by themselves or it waits for
  * an operator. The counts are the same predicates repair.stuck lists.
  */
+/** Where a reason's items are listed: events on the events page, the rest in the executions table. */
+function listHref(reason: StuckReason): string {
+  if (reason === 'EVENT_DEAD') return '/events?state=dead';
+  if (reason === 'EVENT_PENDING') return '/events?state=pending&state=retrying';
+  return `/executions?stuck=${reason}`;
+}
+
 export function StuckPanel() {
   const trpc = useTRPC();
   const { data, error, dataUpdatedAt, isFetching } = useQuery(
@@ -68,7 +76,13 @@ export function StuckPanel() {
                     {count === 0 ? (
                       <span className="text-zinc-400">0</span>
                     ) : (
-                      <span className="rounded bg-amber-500 px-1.5 py-0.5 text-xs font-semibold text-white">{count.toLocaleString()}</span>
+                      <Link
+                        href={listHref(reason)}
+                        title={`List them (${reason})`}
+                        className="rounded bg-amber-500 px-1.5 py-0.5 text-xs font-semibold text-white hover:bg-amber-600 focus:ring-2 focus:ring-amber-300 focus:outline-none"
+                      >
+                        {count.toLocaleString()}
+                      </Link>
                     )}
                   </td>
                 </tr>

@@ -10,6 +10,7 @@ import { Freshness, LIVE_REFRESH_MS, LoadError, Panel } from '../../_components/
 import { Age, Countdown, RelativeTime, absoluteTime, formatDuration, useNow } from '../../_components/time';
 import { useTRPC } from '../../_trpc/client';
 import type { RouterOutputs } from '../search';
+import { RepairPanel } from './repair-panel';
 
 type Detail = RouterOutputs['executions']['get'];
 type Step = Detail['steps'][number];
@@ -94,7 +95,7 @@ export function ExecutionDetail({ id, role }: { id: string; role: Role }) {
       <div className="grid gap-4 lg:grid-cols-3">
         <StuckNow data={data} />
         <NextUp data={data} />
-        <RepairPlaceholder role={role} />
+        <RepairPanel executionId={data.id} version={data.version} role={role} actorLabel={(actor) => data.audit.find((a) => a.actor === actor)?.actorLabel ?? undefined} />
       </div>
 
       <div className="grid items-start gap-4 xl:grid-cols-[minmax(0,3fr)_minmax(0,2fr)]">
@@ -248,25 +249,6 @@ function NextUp({ data }: { data: Detail }) {
     <Panel title="What happens next" labelledBy="next-heading">
       <div className="px-4 py-3 text-zinc-800" data-testid="next-up">
         {body}
-      </div>
-    </Panel>
-  );
-}
-
-/** Where the repair actions (preview, reason, apply) go; they come with the repair work of issue 9. */
-function RepairPlaceholder({ role }: { role: Role }) {
-  const mayRepair = role === 'OPERATOR' || role === 'OWNER';
-  return (
-    <Panel title="Repair" labelledBy="repair-heading" summary={<Badge tone="zinc">coming next</Badge>}>
-      <div className="px-4 py-3 text-zinc-500" data-testid="repair-panel">
-        {mayRepair ? (
-          <p>
-            The actions this state allows will be offered here, each behind a preview and a reason. Until then, operators repair through the API (
-            <code className="font-mono text-xs">repair.preview</code>, <code className="font-mono text-xs">repair.apply</code>).
-          </p>
-        ) : (
-          <p>Repairs are for operators. You are {role.toLowerCase()}: this page is read-only for you.</p>
-        )}
       </div>
     </Panel>
   );
