@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { rmSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { startEmbeddedPostgres, withDatabase, type EmbeddedDatabase } from '../server/embedded-postgres';
@@ -58,11 +58,26 @@ async function main(): Promise<number> {
     await client.query(`CREATE DATABASE "${name}"`);
   });
   log(`fresh database ${name}`);
+  const databaseUrl = withDatabase(serverUrl, name);
+  // For specs that must stage a state the workers would heal at once (e2e/repair.spec.ts
+  // pauses the workers listed in .data/run-PORT.json and moves a wait's deadline): where
+  // this run's database is. Removed when the run ends.
+  const runInfo = path.join(ROOT, '.data', `e2e-${process.env.PORT ?? '3000'}.json`);
+  mkdirSync(path.dirname(runInfo), { recursive: true });
+  writeFileSync(runInfo, `${JSON.stringify({ databaseUrl, database: name }, null, 2)}\n`, { mode: 0o600 });
 
   const product = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'scripts', 'start.ts')], {
     cwd: ROOT,
-    // A session secret of its own, so the run neither reads nor creates a developer's .data/auth-secret.
-    env: { ...process.env, DATABASE_URL: withDatabase(serverUrl, name), SEED_DEMO: '1', AUTH_SECRET: randomBytes(32).toString('base64url') },
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      SEED_DEMO: '1',
+      // A session secret of its own, so the run neither reads nor creates a developer's .data/auth-secret.
+      AUTH_SECRET: randomBytes(32).toString('base64url'),
+      // The seeded poison step's expired lease counts as LEASE_EXPIRED seconds after the
+      // seed, not two minutes later, whichever spec file runs first (no spec needs 120).
+      STUCK_GRACE_SECONDS: process.env.STUCK_GRACE_SECONDS ?? '5',
+    },
     stdio: 'inherit',
   });
   const exited = new Promise<number>((resolve) => product.once('exit', (code) => resolve(code ?? 1)));
@@ -71,6 +86,7 @@ async function main(): Promise<number> {
   }
 
   const code = await exited;
+  rmSync(runInfo, { force: true });
   if (embedded) {
     // The whole throwaway server goes, its database with it.
     await stopEmbeddedPostgres(embedded);
