@@ -493,6 +493,15 @@ export interface ExecutionRepairOptions {
 /** How many of the contact's matching events DELIVER_EVENT offers. */
 const DELIVERABLE_EVENTS = 5;
 
+/** The contact's latest events of one name, newest first: a backward range of the (contactId, createdAt) index. */
+export function deliverableEventsQuery(projectId: string, contactId: string, name: string): Prisma.Sql {
+  return Prisma.sql`
+    SELECT id, name, "createdAt", "processedAt", "deadAt" FROM "Event"
+     WHERE "contactId" = ${contactId}::uuid AND "projectId" = ${projectId}::uuid AND name = ${name}
+     ORDER BY "createdAt" DESC
+     LIMIT ${DELIVERABLE_EVENTS}::int`;
+}
+
 /**
  * What each action would do to this execution now, allowed or refused with why, in one
  * round trip (the console's repair panel): the planner of preview and apply, run once
@@ -504,15 +513,7 @@ export async function repairOptionsFor(db: DbTx, projectId: string, executionId:
   const graph = await loadWorkflowGraph(db, target.workflowId);
   const now = new Date();
   const eventName = target.step?.type === 'WAIT_FOR_EVENT' ? graph.steps.get(target.step.id)?.config.eventName : undefined;
-  // (contactId, createdAt) index, newest first: a few rows, whatever the contact's history.
-  const events =
-    typeof eventName === 'string'
-      ? await db.$queryRaw<DeliverableEvent[]>`
-          SELECT id, name, "createdAt", "processedAt", "deadAt" FROM "Event"
-           WHERE "contactId" = ${target.contactId}::uuid AND "projectId" = ${projectId}::uuid AND name = ${eventName}
-           ORDER BY "createdAt" DESC, id DESC
-           LIMIT ${DELIVERABLE_EVENTS}::int`
-      : [];
+  const events = typeof eventName === 'string' ? await db.$queryRaw<DeliverableEvent[]>(deliverableEventsQuery(projectId, target.contactId, eventName)) : [];
   return {
     expectedVersion: target.version,
     expectedStepExecutionId: target.stepRow?.id ?? null,

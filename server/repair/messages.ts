@@ -1,4 +1,4 @@
-import type { Db, DbTx } from '../db';
+import { Prisma, type Db, type DbTx } from '../db';
 import { writeAudit, type AuditInput } from '../engine/audit';
 import {
   abandonMessage,
@@ -173,6 +173,15 @@ export async function previewMessageRepair(db: DbTx, req: MessageRepairRequest):
   return { action: req.action, expectedVersion: target.version, target, plan: planMessageAction(req.action, target) };
 }
 
+/** The ids of one execution's emails whose fate waits for an operator: a Message(executionId) lookup. */
+export function awaitingMessagesQuery(projectId: string, executionId: string): Prisma.Sql {
+  return Prisma.sql`
+    SELECT id FROM "Message"
+     WHERE "executionId" = ${executionId}::uuid AND "projectId" = ${projectId}::uuid
+       AND (status = 'FAILED' OR (status = 'SENDING' AND "leaseExpiresAt" < now()))
+     ORDER BY "createdAt", id`;
+}
+
 /**
  * The emails of one execution whose fate waits for an operator (unconfirmed or failed),
  * each with what MARK_SENT, RESEND and GIVE_UP would do now: the console's repair panel.
@@ -182,12 +191,7 @@ export async function messageRepairOptionsFor(
   projectId: string,
   executionId: string,
 ): Promise<{ message: MessageSnapshot; expectedVersion: number; actions: { action: MessageRepairAction; plan: MessagePlan }[] }[]> {
-  // Message(executionId) index: an execution has a handful of emails.
-  const ids = await db.$queryRaw<{ id: string }[]>`
-    SELECT id FROM "Message"
-     WHERE "executionId" = ${executionId}::uuid AND "projectId" = ${projectId}::uuid
-       AND (status = 'FAILED' OR (status = 'SENDING' AND "leaseExpiresAt" < now()))
-     ORDER BY "createdAt", id`;
+  const ids = await db.$queryRaw<{ id: string }[]>(awaitingMessagesQuery(projectId, executionId));
   const now = new Date();
   const out = [];
   for (const { id } of ids) {
