@@ -310,3 +310,43 @@ test('a worker fires the timer while the preview is open: apply loses to it, and
   expect(errors).toEqual([]);
   await page.context().close();
 });
+
+test('an email whose send failed: RESEND’s preview warns it may duplicate, and a worker sends it again once applied', async ({ browser }) => {
+  const marketer = await signedIn(browser, DEMO.MARKETER);
+  const workflows = await trpcQuery<{ id: string; name: string }[]>(marketer.request, 'workflows.list', undefined);
+  const welcome = workflows.find((w) => w.name === 'Welcome series')!;
+  const { executionId } = await trpcMutation<{ executionId: string }>(marketer.request, 'enrollments.enroll', { workflowId: welcome.id, email: 'repair-mail@e2e.test' });
+  await marketer.context().close();
+  // Welcomed, then parked on the hour-long delay; then the provider is said to have refused the welcome.
+  await expect
+    .poll(async () => (await db.query(`SELECT 1 FROM "Message" WHERE "executionId" = $1 AND status = 'SENT'`, [executionId])).rowCount, { timeout: 20_000 })
+    .toBe(1);
+  await db.query(
+    `UPDATE "Message" SET status = 'FAILED', error = '550 5.2.2 mailbox full', "sentAt" = NULL, "providerId" = NULL, version = version + 1 WHERE "executionId" = $1`,
+    [executionId],
+  );
+
+  const page = await signedIn(browser, DEMO.OPERATOR, `/executions/${executionId}`);
+  const errors = watchErrors(page);
+  await expect(page.getByTestId('stuck-now')).toContainText('MESSAGE_FAILED');
+  const email = page.getByTestId('repair-panel').getByTestId('repair-email');
+  await expect(email).toContainText('550 5.2.2 mailbox full');
+  await expect(email.getByRole('button')).toHaveText(['Mark as sent…', 'Resend…', 'Give up…']);
+  await email.getByRole('button', { name: 'Resend…' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Preview: Resend' });
+  await expect(dialog.getByTestId('preview-now')).toContainText('FAILED');
+  await expect(dialog.getByTestId('preview-email')).toContainText('YES — the email goes out again');
+  await expect(dialog.getByTestId('preview-email')).toContainText('may send a duplicate');
+  await dialog.getByLabel(/Reason/).fill('e2e: the provider bounced it while full; the mailbox has room again');
+  await screenshots(page, 'repair-preview-resend');
+  await dialog.getByRole('button', { name: 'Apply resend' }).click();
+  await expect(dialog).toHaveCount(0);
+  await expect(page.getByTestId('repair-applied')).toContainText('Applied resend');
+  // A worker delivers it once more: SENT again, and nothing left for an operator.
+  await expect(page.getByTestId('timeline').getByTestId('message')).toContainText('SENT', { timeout: 20_000 });
+  await expect(page.getByTestId('repair-panel').getByTestId('repair-email')).toHaveCount(0);
+  const { rows } = await db.query<{ outcome: string }>(`SELECT outcome FROM "AuditEntry" WHERE action = 'repair.RESEND' AND "targetType" = 'message'`);
+  expect(rows.map((r) => r.outcome)).toEqual(['APPLIED']);
+  expect(errors).toEqual([]);
+  await page.context().close();
+});

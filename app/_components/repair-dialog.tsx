@@ -342,7 +342,8 @@ function PreviewBody({ preview: p, refetching, stale }: { preview: Preview; refe
         <Row label="Email sent again?" testId="preview-email">
           {sendsAgain || mayDuplicate ? (
             <p role="note" className="rounded bg-amber-50 px-2 py-1.5 font-medium text-amber-900 ring-1 ring-amber-300">
-              {mayDuplicate ? 'YES — this may send a duplicate email.' : 'YES — an email may be sent.'} <span className="font-normal">{first(plan.sideEffect.note)}.</span>
+              {mayDuplicate ? 'YES — the email goes out again.' : 'YES — an email may be sent.'}{' '}
+              <span className="font-normal">{first(plan.sideEffect.note.replace(/^WARNING:\s*/, ''))}.</span>
             </p>
           ) : (
             <span>

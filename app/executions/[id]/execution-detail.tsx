@@ -92,7 +92,7 @@ export function ExecutionDetail({ id, role }: { id: string; role: Role }) {
         </Fact>
       </dl>
 
-      <div className="grid gap-4 lg:grid-cols-3">
+      <div className="grid items-start gap-4 lg:grid-cols-2 xl:grid-cols-[minmax(0,1fr)_minmax(0,1fr)_minmax(0,1.5fr)]">
         <StuckNow data={data} />
         <NextUp data={data} />
         <RepairPanel executionId={data.id} version={data.version} role={role} actorLabel={(actor) => data.audit.find((a) => a.actor === actor)?.actorLabel ?? undefined} />
