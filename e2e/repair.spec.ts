@@ -350,3 +350,42 @@ test('an email whose send failed: RESEND’s preview warns it may duplicate, and
   expect(errors).toEqual([]);
   await page.context().close();
 });
+
+test('DELIVER_EVENT offers the contact’s recent matching events and resumes the wait with the one chosen', async ({ browser }) => {
+  // A purchase accepted before the wait began never resumes it by itself (event time decides):
+  // an operator who knows it belongs to this journey delivers it by hand.
+  const marketer = await signedIn(browser, DEMO.MARKETER);
+  const workflows = await trpcQuery<{ id: string; name: string }[]>(marketer.request, 'workflows.list', undefined);
+  const winBack = workflows.find((w) => w.name === 'Win-back campaign')!;
+  const { eventId } = await trpcMutation<{ eventId: string }>(marketer.request, 'events.track', { name: 'purchase', email: 'repair-deliver@e2e.test', data: { total: 42 } });
+  const { executionId } = await trpcMutation<{ executionId: string }>(marketer.request, 'enrollments.enroll', { workflowId: winBack.id, email: 'repair-deliver@e2e.test' });
+  await expect
+    .poll(async () => (await trpcQuery<{ status: string }>(marketer.request, 'executions.get', { id: executionId })).status, { timeout: 20_000 })
+    .toBe('WAITING');
+  await marketer.context().close();
+
+  const page = await signedIn(browser, DEMO.OPERATOR, `/executions/${executionId}`);
+  const errors = watchErrors(page);
+  const deliver = page.getByTestId('repair-panel').getByTestId('repair-action-DELIVER_EVENT');
+  const choice = deliver.getByLabel('Event to deliver');
+  await expect(choice.locator('option')).toHaveCount(2);
+  await choice.selectOption(eventId);
+  await deliver.getByRole('button', { name: 'Deliver event…' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Preview: Deliver event' });
+  await expect(dialog.getByTestId('preview-branch')).toContainText('EVENT');
+  await expect(dialog.getByTestId('preview-branch')).toContainText('Welcome back');
+  await dialog.getByLabel(/Reason/).fill('e2e: the customer bought in the shop the day before');
+  await dialog.getByRole('button', { name: 'Apply deliver event' }).click();
+  await expect(page.getByTestId('repair-applied')).toContainText('Applied deliver event');
+  const wait = page.getByTestId('timeline').getByTestId('timeline-entry').filter({ hasText: 'Wait for a purchase' });
+  await expect(wait.getByTestId('resolution')).toContainText('Resolved by OPERATOR');
+  await expect(wait.getByTestId('resolution')).toContainText('took the EVENT branch');
+  await expect(page.getByTestId('timeline')).toContainText('Ended: completed', { timeout: 20_000 });
+  const { rows } = await db.query<{ resumeEventId: string }>(
+    `SELECT s."resumeEventId" FROM "StepExecution" s JOIN "WorkflowStep" ws ON ws.id = s."stepId" WHERE s."executionId" = $1 AND ws.key = 'purchase'`,
+    [executionId],
+  );
+  expect(rows).toEqual([{ resumeEventId: eventId }]);
+  expect(errors).toEqual([]);
+  await page.context().close();
+});

@@ -210,6 +210,7 @@ export function RepairDialog({
                 value={reason}
                 onChange={(e) => setReason(e.target.value)}
                 required
+                autoFocus
                 minLength={REASON_MIN}
                 maxLength={REASON_MAX}
                 rows={2}

@@ -1,6 +1,7 @@
 'use client';
 
 import { useQuery, useQueryClient } from '@tanstack/react-query';
+import Link from 'next/link';
 import { useEffect, useRef, useState } from 'react';
 import { Badge, StatusBadge } from '../../_components/badges';
 import { LIVE_REFRESH_MS, LoadError, Panel } from '../../_components/panel';
@@ -168,6 +169,14 @@ function OperatorRepairPanel({ executionId, version, actorLabel }: { executionId
               {refused.map(({ action, plan }) => (
                 <li key={action}>
                   <span className="font-medium text-zinc-700">{REPAIR_ACTION_TEXT[action].label}</span>: {plan.refusal}
+                  {plan.conflict?.reason === 'ACTIVE_EXECUTION' && (
+                    <>
+                      {' '}
+                      <Link href={`/executions/${plan.conflict.executionId}`} className="text-sky-700 underline">
+                        open the active execution
+                      </Link>
+                    </>
+                  )}
                 </li>
               ))}
             </ul>
