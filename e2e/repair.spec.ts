@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { expect, test, type APIRequestContext, type Browser, type Page } from '@playwright/test';
+import { expect as baseExpect, test, type APIRequestContext, type Browser, type Page } from '@playwright/test';
 import type pg from 'pg';
 import { asDistinctClient, DEMO, signIn } from './sign-in';
 import { connect, makeWaitOverdue, portOf, Workers } from './workers';
@@ -10,6 +10,9 @@ import { connect, makeWaitOverdue, portOf, Workers } from './workers';
 // workers fire a due timer at once, so the specs that need a wait to stay overdue (or an
 // execution to stay put while two people race) pause them first (e2e/workers.ts) and
 // always resume them: the other spec files share this server.
+
+// Two cores shared with builds and other suites: give the page a little longer than the default.
+const expect = baseExpect.configure({ timeout: 10_000 });
 
 const shot = (name: string) => path.join(import.meta.dirname, 'screenshots', `${name}.png`);
 
@@ -106,8 +109,17 @@ test.afterAll(async () => {
 });
 
 test('LEASE_EXPIRED: the poisoned win-back wait is listed with its reason; RETRY_STEP’s preview says whether the step has an email', async ({ browser }) => {
-  const page = await signedIn(browser, DEMO.OPERATOR, '/executions?stuck=LEASE_EXPIRED');
+  const page = await signedIn(browser, DEMO.OPERATOR);
   const errors = watchErrors(page);
+  // The seeded lease ran out at seed time; it counts as stuck once the grace period has passed.
+  await expect
+    .poll(
+      async () =>
+        (await trpcQuery<{ items: { contactEmail: string }[] }>(page.request, 'executions.list', { stuck: ['LEASE_EXPIRED'], limit: 10 })).items.map((i) => i.contactEmail),
+      { timeout: 30_000, intervals: [500, 1_000] },
+    )
+    .toContain('lapsed@example.com');
+  await page.goto('/executions?stuck=LEASE_EXPIRED');
   const row = page.getByTestId('execution-row').filter({ hasText: 'lapsed@example.com' });
   await expect(row).toHaveCount(1);
   await expect(row).toContainText('Win-back campaign');

@@ -104,6 +104,7 @@ function OperatorRepairPanel({ executionId, version, actorLabel }: { executionId
               <li key={action} className="flex items-start gap-3" data-testid={`repair-action-${action}`}>
                 <button
                   type="button"
+                  title={`Preview: ${REPAIR_ACTION_TEXT[action].does}`}
                   onClick={() => setOpen({ action, executionId, ...(action === 'DELIVER_EVENT' && eventId ? { eventId } : {}) })}
                   className="w-40 shrink-0 rounded border border-zinc-300 bg-white px-2 py-1 text-left font-medium hover:border-zinc-400 hover:bg-zinc-50 focus:ring-2 focus:ring-sky-300 focus:outline-none"
                 >
