@@ -130,6 +130,7 @@ test('LEASE_EXPIRED: the poisoned win-back wait is listed with its reason; RETRY
   const stuck = page.getByTestId('stuck-now');
   await expect(stuck).toContainText('LEASE_EXPIRED');
   await expect(stuck).toContainText('stopped renewing the lease');
+  await expect(stuck).toContainText('Cleared by an operator');
 
   // Only what the state machine allows: a retry or a cancel, not a skip of a branching wait.
   const panel = page.getByTestId('repair-panel');

@@ -124,6 +124,8 @@ function Fact({ label, children }: { label: string; children: ReactNode }) {
 }
 
 function StuckNow({ data }: { data: Detail }) {
+  // A poison step (LEASE_EXPIRED on its last attempt) is left to an operator, as "what happens next" says.
+  const poisoned = data.next.kind === 'lease' && data.next.attempt >= data.next.maxAttempts;
   return (
     <Panel
       title="Why it is stuck"
@@ -155,7 +157,13 @@ function StuckNow({ data }: { data: Detail }) {
                 </div>
                 <p className="mt-0.5 text-zinc-700 first-letter:uppercase">{STUCK_DESCRIPTIONS[s.reason as StuckReason]}.</p>
                 <p className="text-xs text-zinc-500">
-                  Cleared by {SELF_HEALING.includes(s.reason as StuckReason) ? 'the workers, once running' : 'an operator'}.
+                  Cleared by{' '}
+                  {poisoned && s.reason === 'LEASE_EXPIRED'
+                    ? 'an operator: the lease ran out on every attempt, so the workers no longer retry it'
+                    : SELF_HEALING.includes(s.reason as StuckReason)
+                      ? 'the workers, once running'
+                      : 'an operator'}
+                  .
                 </p>
               </li>
             ))}
