@@ -75,8 +75,10 @@ async function main(): Promise<number> {
       // A session secret of its own, so the run neither reads nor creates a developer's .data/auth-secret.
       AUTH_SECRET: randomBytes(32).toString('base64url'),
       // The seeded poison step's expired lease counts as LEASE_EXPIRED seconds after the
-      // seed, not two minutes later, whichever spec file runs first (no spec needs 120).
-      STUCK_GRACE_SECONDS: process.env.STUCK_GRACE_SECONDS ?? '5',
+      // seed, not two minutes later, whichever spec file runs first. Fixed, not taken from
+      // the caller's environment, so the suite sees the same thing everywhere; no spec
+      // relies on the default of 120 (they stage overdue waits minutes in the past).
+      STUCK_GRACE_SECONDS: '5',
     },
     stdio: 'inherit',
   });

@@ -131,10 +131,12 @@ export function RepairDialog({
     }),
   );
 
+  // Opened as a modal (the page behind is inert, Esc closes). No close() on unmount: the
+  // element leaves the top layer with the DOM, and a close event fired by a cleanup (React
+  // runs effects twice in development) would close the dialog it just reopened.
   useEffect(() => {
     const d = dialog.current;
     if (d && !d.open) d.showModal();
-    return () => d?.close();
   }, []);
 
   const p = preview.data;
