@@ -217,8 +217,8 @@ test('WAIT_OVERDUE: found from the overview, previewed, forced along TIMEOUT wit
 
   // The workers take it on along the TIMEOUT branch: the win-back offer is sent, and it completes.
   workers.resume();
-  await expect(page.getByTestId('timeline').getByTestId('timeline-entry').filter({ hasText: 'Win-back offer' })).toContainText('SENT', { timeout: 20_000 });
-  await expect(page.getByTestId('timeline')).toContainText('Ended: completed', { timeout: 20_000 });
+  await expect(page.getByTestId('timeline').getByTestId('timeline-entry').filter({ hasText: 'Win-back offer' })).toContainText('SENT', { timeout: 30_000 });
+  await expect(page.getByTestId('timeline')).toContainText('Ended: completed', { timeout: 30_000 });
 
   // The audit entry, from the execution and from the audit page.
   await page.getByRole('link', { name: 'in the audit log' }).click();
@@ -295,7 +295,7 @@ test('a worker fires the timer while the preview is open: apply loses to it, and
   // Meanwhile a worker runs again and its timer resolves the overdue wait.
   workers.resume();
   await expect
-    .poll(async () => (await stepsOf(page.request, executions.stale)).find((s) => s.stepName === 'Wait for a purchase')?.resolvedBy, { timeout: 20_000 })
+    .poll(async () => (await stepsOf(page.request, executions.stale)).find((s) => s.stepName === 'Wait for a purchase')?.resolvedBy, { timeout: 30_000 })
     .toBe('TIMEOUT');
 
   await dialog.getByRole('button', { name: 'Apply force timeout' }).click();
@@ -332,7 +332,7 @@ test('an email whose send failed: RESEND’s preview warns it may duplicate, and
   await marketer.context().close();
   // Welcomed, then parked on the hour-long delay; then the provider is said to have refused the welcome.
   await expect
-    .poll(async () => (await db.query(`SELECT 1 FROM "Message" WHERE "executionId" = $1 AND status = 'SENT'`, [executionId])).rowCount, { timeout: 20_000 })
+    .poll(async () => (await db.query(`SELECT 1 FROM "Message" WHERE "executionId" = $1 AND status = 'SENT'`, [executionId])).rowCount, { timeout: 30_000 })
     .toBe(1);
   await db.query(
     `UPDATE "Message" SET status = 'FAILED', error = '550 5.2.2 mailbox full', "sentAt" = NULL, "providerId" = NULL, version = version + 1 WHERE "executionId" = $1`,
@@ -356,7 +356,7 @@ test('an email whose send failed: RESEND’s preview warns it may duplicate, and
   await expect(dialog).toHaveCount(0);
   await expect(page.getByTestId('repair-applied')).toContainText('Applied resend');
   // A worker delivers it once more: SENT again, and nothing left for an operator.
-  await expect(page.getByTestId('timeline').getByTestId('message')).toContainText('SENT', { timeout: 20_000 });
+  await expect(page.getByTestId('timeline').getByTestId('message')).toContainText('SENT', { timeout: 30_000 });
   await expect(page.getByTestId('repair-panel').getByTestId('repair-email')).toHaveCount(0);
   const { rows } = await db.query<{ outcome: string }>(`SELECT outcome FROM "AuditEntry" WHERE action = 'repair.RESEND' AND "targetType" = 'message'`);
   expect(rows.map((r) => r.outcome)).toEqual(['APPLIED']);
@@ -373,7 +373,7 @@ test('DELIVER_EVENT offers the contact’s recent matching events and resumes th
   const { eventId } = await trpcMutation<{ eventId: string }>(marketer.request, 'events.track', { name: 'purchase', email: 'repair-deliver@e2e.test', data: { total: 42 } });
   const { executionId } = await trpcMutation<{ executionId: string }>(marketer.request, 'enrollments.enroll', { workflowId: winBack.id, email: 'repair-deliver@e2e.test' });
   await expect
-    .poll(async () => (await trpcQuery<{ status: string }>(marketer.request, 'executions.get', { id: executionId })).status, { timeout: 20_000 })
+    .poll(async () => (await trpcQuery<{ status: string }>(marketer.request, 'executions.get', { id: executionId })).status, { timeout: 30_000 })
     .toBe('WAITING');
   await marketer.context().close();
 
@@ -393,7 +393,7 @@ test('DELIVER_EVENT offers the contact’s recent matching events and resumes th
   const wait = page.getByTestId('timeline').getByTestId('timeline-entry').filter({ hasText: 'Wait for a purchase' });
   await expect(wait.getByTestId('resolution')).toContainText('Resolved by OPERATOR');
   await expect(wait.getByTestId('resolution')).toContainText('took the EVENT branch');
-  await expect(page.getByTestId('timeline')).toContainText('Ended: completed', { timeout: 20_000 });
+  await expect(page.getByTestId('timeline')).toContainText('Ended: completed', { timeout: 30_000 });
   const { rows } = await db.query<{ resumeEventId: string }>(
     `SELECT s."resumeEventId" FROM "StepExecution" s JOIN "WorkflowStep" ws ON ws.id = s."stepId" WHERE s."executionId" = $1 AND ws.key = 'purchase'`,
     [executionId],
