@@ -235,7 +235,7 @@ test('execution detail: a parked delay counts down, a poisoned step shows its le
   await expect(page.getByTestId('timeline-enrolled')).toContainText(`by ${DEMO.MARKETER}`);
   await expect(page.getByTestId('next-up')).toContainText(/The delay “Let them settle in” ends in (59|60) min/);
   await expect(page.getByTestId('execution-audit')).toContainText('enrollments.enroll');
-  await expect(page.getByTestId('repair-panel')).toContainText('will be offered here');
+  await expect(page.getByTestId('repair-panel').getByRole('button', { name: 'Force timeout…' })).toBeVisible();
   await page.setViewportSize({ width: 1440, height: 900 });
   await page.screenshot({ path: shot('execution-waiting-1440'), fullPage: true });
 

@@ -58,19 +58,34 @@ async function main(): Promise<number> {
     await client.query(`CREATE DATABASE "${name}"`);
   });
   log(`fresh database ${name}`);
-
-  // Specs that must stage a state the running product cannot be driven into through its
-  // API (e2e/stuck.spec.ts: overdue waits, while it pauses the workers) read the run's
-  // database URL and the supervisor's run file (.data/run-<PORT>.json) from here.
-  const productUrl = withDatabase(serverUrl, name);
-  const runInfo = path.join(ROOT, '.data', `e2e-${process.env.PORT ?? '3000'}.json`);
+  // Specs that must stage a state the running product would heal at once (e2e/repair.spec.ts,
+  // e2e/stuck.spec.ts: overdue waits, while they pause the workers listed in the
+  // supervisor's run file) read this run's database URL and that run file from here.
+  // Removed when the run ends.
+  const databaseUrl = withDatabase(serverUrl, name);
+  const port = process.env.PORT ?? '3000';
+  const runInfo = path.join(ROOT, '.data', `e2e-${port}.json`);
   mkdirSync(path.dirname(runInfo), { recursive: true });
-  writeFileSync(runInfo, `${JSON.stringify({ databaseUrl: productUrl, runFile: path.join(ROOT, '.data', `run-${process.env.PORT ?? '3000'}.json`) }, null, 2)}\n`, { mode: 0o600 });
+  writeFileSync(
+    runInfo,
+    `${JSON.stringify({ databaseUrl, database: name, runFile: path.join(ROOT, '.data', `run-${port}.json`) }, null, 2)}\n`,
+    { mode: 0o600 },
+  );
 
   const product = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'scripts', 'start.ts')], {
     cwd: ROOT,
-    // A session secret of its own, so the run neither reads nor creates a developer's .data/auth-secret.
-    env: { ...process.env, DATABASE_URL: productUrl, SEED_DEMO: '1', AUTH_SECRET: randomBytes(32).toString('base64url') },
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      SEED_DEMO: '1',
+      // A session secret of its own, so the run neither reads nor creates a developer's .data/auth-secret.
+      AUTH_SECRET: randomBytes(32).toString('base64url'),
+      // The seeded poison step's expired lease counts as LEASE_EXPIRED seconds after the
+      // seed, not two minutes later, whichever spec file runs first. Fixed, not taken from
+      // the caller's environment, so the suite sees the same thing everywhere; specs stage
+      // overdue states minutes in the past.
+      STUCK_GRACE_SECONDS: '5',
+    },
     stdio: 'inherit',
   });
   const exited = new Promise<number>((resolve) => product.once('exit', (code) => resolve(code ?? 1)));

@@ -2,9 +2,16 @@
 
 import { useQuery } from '@tanstack/react-query';
 import Link from 'next/link';
-import { SELF_HEALING, STUCK_DESCRIPTIONS, STUCK_REASONS } from '@/server/repair/stuck-reasons';
+import { SELF_HEALING, STUCK_DESCRIPTIONS, STUCK_REASONS, type StuckReason } from '@/server/repair/stuck-reasons';
 import { useTRPC } from '../_trpc/client';
 import { Freshness, LIVE_REFRESH_MS, LoadError, Panel } from './panel';
+
+/** Where a reason's items are listed: events on the events page, the rest in the executions table. */
+function listHref(reason: StuckReason): string {
+  if (reason === 'EVENT_DEAD') return '/events?state=dead';
+  if (reason === 'EVENT_PENDING') return '/events?state=pending&state=retrying';
+  return `/executions?stuck=${reason}`;
+}
 
 /**
  * What is not moving, and why (DESIGN.md section 5), live: each stuck reason with its
@@ -84,7 +91,13 @@ export function StuckPanel() {
                     {count === 0 ? (
                       <span className="text-zinc-400">0</span>
                     ) : (
-                      <span className="rounded bg-amber-500 px-1.5 py-0.5 text-xs font-semibold text-white">{count.toLocaleString()}</span>
+                      <Link
+                        href={listHref(reason)}
+                        title={`List them (${reason})`}
+                        className="rounded bg-amber-500 px-1.5 py-0.5 text-xs font-semibold text-white hover:bg-amber-600 focus:ring-2 focus:ring-amber-300 focus:outline-none"
+                      >
+                        {count.toLocaleString()}
+                      </Link>
                     )}
                   </td>
                 </tr>

@@ -471,6 +471,58 @@ export async function previewRepair(db: DbTx, req: RepairRequest, opts: RepairOp
   };
 }
 
+/** An event of the execution's contact that DELIVER_EVENT could deliver to its wait. */
+export interface DeliverableEvent {
+  id: string;
+  name: string;
+  createdAt: Date;
+  processedAt: Date | null;
+  deadAt: Date | null;
+}
+
+/** Every execution action (REDRIVE_EVENT aside) planned against one read of the execution. */
+export interface ExecutionRepairOptions {
+  expectedVersion: number;
+  expectedStepExecutionId: string | null;
+  target: ExecutionSnapshot;
+  actions: { action: RepairAction; plan: Plan }[];
+  /** DELIVER_EVENT's candidates: the contact's recent events named as the current wait expects, newest first. */
+  events: DeliverableEvent[];
+}
+
+/** How many of the contact's matching events DELIVER_EVENT offers. */
+const DELIVERABLE_EVENTS = 5;
+
+/** The contact's latest events of one name, newest first: a backward range of the (contactId, createdAt) index. */
+export function deliverableEventsQuery(projectId: string, contactId: string, name: string): Prisma.Sql {
+  return Prisma.sql`
+    SELECT id, name, "createdAt", "processedAt", "deadAt" FROM "Event"
+     WHERE "contactId" = ${contactId}::uuid AND "projectId" = ${projectId}::uuid AND name = ${name}
+     ORDER BY "createdAt" DESC
+     LIMIT ${DELIVERABLE_EVENTS}::int`;
+}
+
+/**
+ * What each action would do to this execution now, allowed or refused with why, in one
+ * round trip (the console's repair panel): the planner of preview and apply, run once
+ * per action over a single snapshot, so the panel never offers what apply would refuse.
+ */
+export async function repairOptionsFor(db: DbTx, projectId: string, executionId: string, opts: RepairOptions): Promise<ExecutionRepairOptions> {
+  const target = await loadExecution(db, projectId, executionId, opts.graceSeconds);
+  if (!target) throw new RepairNotFound('execution not found');
+  const graph = await loadWorkflowGraph(db, target.workflowId);
+  const now = new Date();
+  const eventName = target.step?.type === 'WAIT_FOR_EVENT' ? graph.steps.get(target.step.id)?.config.eventName : undefined;
+  const events = typeof eventName === 'string' ? await db.$queryRaw<DeliverableEvent[]>(deliverableEventsQuery(projectId, target.contactId, eventName)) : [];
+  return {
+    expectedVersion: target.version,
+    expectedStepExecutionId: target.stepRow?.id ?? null,
+    target,
+    actions: REPAIR_ACTIONS.filter((a) => a !== 'REDRIVE_EVENT').map((action) => ({ action, plan: planAction(action, target, graph, now) })),
+    events,
+  };
+}
+
 /** Who moved the execution since the operator looked: from the wait row, or the audit log. */
 export async function whoWon(db: DbTx, projectId: string, current: ExecutionState | null): Promise<Winner> {
   if (!current) return { kind: 'worker', actor: null, action: null, at: null };

@@ -1,4 +1,4 @@
-import type { Db, DbTx } from '../db';
+import { Prisma, type Db, type DbTx } from '../db';
 import { writeAudit, type AuditInput } from '../engine/audit';
 import {
   abandonMessage,
@@ -171,6 +171,39 @@ async function loadTarget(db: DbTx, req: MessageRepairRequest): Promise<MessageS
 export async function previewMessageRepair(db: DbTx, req: MessageRepairRequest): Promise<MessagePreview> {
   const target = await loadTarget(db, req);
   return { action: req.action, expectedVersion: target.version, target, plan: planMessageAction(req.action, target) };
+}
+
+/** The ids of one execution's emails whose fate waits for an operator: a Message(executionId) lookup. */
+export function awaitingMessagesQuery(projectId: string, executionId: string): Prisma.Sql {
+  return Prisma.sql`
+    SELECT id FROM "Message"
+     WHERE "executionId" = ${executionId}::uuid AND "projectId" = ${projectId}::uuid
+       AND (status = 'FAILED' OR (status = 'SENDING' AND "leaseExpiresAt" < now()))
+     ORDER BY "createdAt", id`;
+}
+
+/**
+ * The emails of one execution whose fate waits for an operator (unconfirmed or failed),
+ * each with what MARK_SENT, RESEND and GIVE_UP would do now: the console's repair panel.
+ */
+export async function messageRepairOptionsFor(
+  db: DbTx,
+  projectId: string,
+  executionId: string,
+): Promise<{ message: MessageSnapshot; expectedVersion: number; actions: { action: MessageRepairAction; plan: MessagePlan }[] }[]> {
+  const ids = await db.$queryRaw<{ id: string }[]>(awaitingMessagesQuery(projectId, executionId));
+  const now = new Date();
+  const out = [];
+  for (const { id } of ids) {
+    const message = await loadMessage(db, projectId, id);
+    if (!message || !awaitsOperator(message, now)) continue;
+    out.push({
+      message,
+      expectedVersion: message.version,
+      actions: MESSAGE_REPAIR_ACTIONS.map((action) => ({ action, plan: planMessageAction(action, message, now) })),
+    });
+  }
+  return out;
 }
 
 /** Who changed the message since the operator looked: another operator (per the audit log), or a sender. */

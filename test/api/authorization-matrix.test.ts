@@ -124,6 +124,11 @@ const MATRIX: Record<string, MatrixRow> = {
       { executionId: own.executionId, action: 'DELIVER_EVENT', eventId: other.eventId },
     ],
   },
+  'repair.options': {
+    minimum: 'OPERATOR',
+    input: (own) => ({ executionId: own.executionId }),
+    foreign: (other) => [{ executionId: other.executionId }],
+  },
   // API.md's repair.apply: tRPC reserves `apply` as a procedure name.
   'repair.applyOne': {
     minimum: 'OPERATOR',

@@ -3,6 +3,8 @@ import type { Prisma } from '../../server/db';
 import { auditListQuery, type AuditFilter } from '../../server/read/audit';
 import { eventListQuery, resumedByEventsQuery, startedByEventsQuery, type EventFilter } from '../../server/read/events';
 import { stuckOfExecutionsQuery } from '../../server/read/executions';
+import { deliverableEventsQuery } from '../../server/repair/actions';
+import { awaitingMessagesQuery } from '../../server/repair/messages';
 import { actorFor, callerFor } from '../support/callers';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { explain, planNodes, type PlanNode } from '../support/explain';
@@ -195,5 +197,19 @@ describe('the stuck reasons of one page of executions', () => {
     const plan = await explain(t.db, stuckOfExecutionsQuery({ projectId, graceSeconds: 0 }, executionIds));
     expectIndexDriven(plan, { limited: false });
     expect(plan['Total Cost'], shapeOf(plan)).toBeLessThan(5_000);
+  });
+});
+
+describe('the repair panel of one execution (repair.options)', () => {
+  it("DELIVER_EVENT's candidates: a backward range of the contact's events, under a LIMIT", async () => {
+    const plan = await explain(t.db, deliverableEventsQuery(projectId, contactId, 'purchase'));
+    expectIndexDriven(plan, { limited: true });
+    expect(plan['Total Cost'], shapeOf(plan)).toBeLessThan(1_000);
+  });
+
+  it('the emails waiting for an operator: a lookup by execution id', async () => {
+    const plan = await explain(t.db, awaitingMessagesQuery(projectId, executionIds[0]!));
+    expectIndexDriven(plan, { limited: false });
+    expect(plan['Total Cost'], shapeOf(plan)).toBeLessThan(100);
   });
 });

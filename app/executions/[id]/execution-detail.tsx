@@ -10,6 +10,7 @@ import { Freshness, LIVE_REFRESH_MS, LoadError, Panel } from '../../_components/
 import { Age, Countdown, RelativeTime, absoluteTime, formatDuration, useNow } from '../../_components/time';
 import { useTRPC } from '../../_trpc/client';
 import type { RouterOutputs } from '../search';
+import { RepairPanel } from './repair-panel';
 
 type Detail = RouterOutputs['executions']['get'];
 type Step = Detail['steps'][number];
@@ -91,10 +92,10 @@ export function ExecutionDetail({ id, role }: { id: string; role: Role }) {
         </Fact>
       </dl>
 
-      <div className="grid gap-4 lg:grid-cols-3">
+      <div className="grid items-start gap-4 lg:grid-cols-2 xl:grid-cols-[minmax(0,1fr)_minmax(0,1fr)_minmax(0,1.5fr)]">
         <StuckNow data={data} />
         <NextUp data={data} />
-        <RepairPlaceholder role={role} />
+        <RepairPanel executionId={data.id} version={data.version} role={role} actorLabel={(actor) => data.audit.find((a) => a.actor === actor)?.actorLabel ?? undefined} />
       </div>
 
       <div className="grid items-start gap-4 xl:grid-cols-[minmax(0,3fr)_minmax(0,2fr)]">
@@ -123,6 +124,8 @@ function Fact({ label, children }: { label: string; children: ReactNode }) {
 }
 
 function StuckNow({ data }: { data: Detail }) {
+  // A poison step (LEASE_EXPIRED on its last attempt) is left to an operator, as "what happens next" says.
+  const poisoned = data.next.kind === 'lease' && data.next.attempt >= data.next.maxAttempts;
   return (
     <Panel
       title="Why it is stuck"
@@ -154,7 +157,13 @@ function StuckNow({ data }: { data: Detail }) {
                 </div>
                 <p className="mt-0.5 text-zinc-700 first-letter:uppercase">{STUCK_DESCRIPTIONS[s.reason as StuckReason]}.</p>
                 <p className="text-xs text-zinc-500">
-                  Cleared by {SELF_HEALING.includes(s.reason as StuckReason) ? 'the workers, once running' : 'an operator'}.
+                  Cleared by{' '}
+                  {poisoned && s.reason === 'LEASE_EXPIRED'
+                    ? 'an operator: the lease ran out on every attempt, so the workers no longer retry it'
+                    : SELF_HEALING.includes(s.reason as StuckReason)
+                      ? 'the workers, once running'
+                      : 'an operator'}
+                  .
                 </p>
               </li>
             ))}
@@ -248,25 +257,6 @@ function NextUp({ data }: { data: Detail }) {
     <Panel title="What happens next" labelledBy="next-heading">
       <div className="px-4 py-3 text-zinc-800" data-testid="next-up">
         {body}
-      </div>
-    </Panel>
-  );
-}
-
-/** Where the repair actions (preview, reason, apply) go; they come with the repair work of issue 9. */
-function RepairPlaceholder({ role }: { role: Role }) {
-  const mayRepair = role === 'OPERATOR' || role === 'OWNER';
-  return (
-    <Panel title="Repair" labelledBy="repair-heading" summary={<Badge tone="zinc">coming next</Badge>}>
-      <div className="px-4 py-3 text-zinc-500" data-testid="repair-panel">
-        {mayRepair ? (
-          <p>
-            The actions this state allows will be offered here, each behind a preview and a reason. Until then, operators repair through the API (
-            <code className="font-mono text-xs">repair.preview</code>, <code className="font-mono text-xs">repair.apply</code>).
-          </p>
-        ) : (
-          <p>Repairs are for operators. You are {role.toLowerCase()}: this page is read-only for you.</p>
-        )}
       </div>
     </Panel>
   );

@@ -16,7 +16,14 @@ export default async function ExecutionPage({ params }: { params: Promise<{ id: 
   const { id } = await params;
   const parsed = getExecutionInput.safeParse({ id });
   const actor = await resolveActor(db(), await headers());
-  if (parsed.success) await getQueryClient().prefetchQuery(trpc.executions.get.queryOptions({ id }));
+  const mayRepair = actor?.role === 'OPERATOR' || actor?.role === 'OWNER';
+  if (parsed.success) {
+    // The repair panel's options arrive with the page for those who may repair.
+    await Promise.all([
+      getQueryClient().prefetchQuery(trpc.executions.get.queryOptions({ id })),
+      mayRepair ? getQueryClient().prefetchQuery(trpc.repair.options.queryOptions({ executionId: id })) : null,
+    ]);
+  }
   return (
     <HydrateClient>
       <div className="mx-auto max-w-[1600px] space-y-4 px-6 py-5">

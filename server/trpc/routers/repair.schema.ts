@@ -15,6 +15,9 @@ export const stuckInput = z
   })
   .prefault({});
 
+/** repair.options: the execution whose repairs the console's panel lists. */
+export const optionsInput = z.object({ executionId: id });
+
 /**
  * Every action targets an execution, except REDRIVE_EVENT, which targets a tracked event,
  * and the message repairs (MARK_SENT, RESEND, GIVE_UP), which target an email.

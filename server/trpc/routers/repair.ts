@@ -1,7 +1,7 @@
 import { TRPCError } from '@trpc/server';
-import { applyRepair, previewRepair, RepairNotFound, type RepairRequest } from '../../repair/actions';
+import { applyRepair, previewRepair, RepairNotFound, repairOptionsFor, type RepairRequest } from '../../repair/actions';
 import { applyMany } from '../../repair/bulk';
-import { applyMessageRepair, isMessageRepairAction, previewMessageRepair, type MessageRepairAction } from '../../repair/messages';
+import { applyMessageRepair, isMessageRepairAction, messageRepairOptionsFor, previewMessageRepair, type MessageRepairAction } from '../../repair/messages';
 import { listStuck, STUCK_DESCRIPTIONS, stuckGroups } from '../../repair/stuck';
 import { audit, inTransaction } from '../audit';
 import { encodeCursor } from '../keyset';
@@ -10,7 +10,7 @@ import type { Db } from '../../db';
 import { ConflictError, conflictError, operatorProcedure, router, viewerProcedure, type Actor } from '../trpc';
 import { DEFAULT_ENGINE_CONFIG } from '../../engine/context';
 import { applyManyLive, auditBulkRun } from './repair.bulk';
-import { applyInput, applyManyInput, applyManyLiveInput, previewInput, stuckGroupsInput, stuckInput } from './repair.schema';
+import { applyInput, applyManyInput, applyManyLiveInput, optionsInput, previewInput, stuckGroupsInput, stuckInput } from './repair.schema';
 
 // Repair (OPERATOR): thin over server/repair, which runs every action through the
 // engine's claims and audits applied, lost and refused attempts in their transaction.
@@ -108,6 +108,25 @@ export const repairRouter = router({
       items: items.map((item) => ({ ...item, description: STUCK_DESCRIPTIONS[item.reason] })),
       nextCursor: nextCursor ? encodeCursor({ at: nextCursor.since, id: nextCursor.id }) : null,
     };
+  }),
+
+  /**
+   * Every action's plan for one execution (allowed, or refused with why), its emails that
+   * wait for an operator with theirs, and the contact's events DELIVER_EVENT could take:
+   * what the console's repair panel offers, in one round trip. Applying still goes
+   * through a preview and applyOne.
+   */
+  options: operatorProcedure.input(optionsInput).query(async ({ ctx, input }) => {
+    try {
+      const [execution, messages] = await Promise.all([
+        repairOptionsFor(ctx.db, ctx.actor.projectId, input.executionId, stuckScope(ctx.actor.projectId)),
+        messageRepairOptionsFor(ctx.db, ctx.actor.projectId, input.executionId),
+      ]);
+      return { ...execution, messages };
+    } catch (error) {
+      if (error instanceof RepairNotFound) throw notFound(error.message);
+      throw error;
+    }
   }),
 
   /** What an action would do now: the version to send back, the state, the plan, the side-effect warning. */
