@@ -180,7 +180,8 @@ test('WAIT_OVERDUE: found from the overview, previewed, forced along TIMEOUT wit
   const errors = watchErrors(page);
   const overdue = page.getByRole('region', { name: 'Stuck' }).getByTestId('stuck-WAIT_OVERDUE');
   await expect(overdue).toContainText(/1$/, { timeout: 15_000 });
-  await overdue.getByRole('link').click();
+  // The count lists them (the reason's name opens its groups on /stuck).
+  await overdue.getByTitle(/List them/).click();
   await expect(page).toHaveURL(/\/executions\?stuck=WAIT_OVERDUE$/);
   const row = page.getByTestId('execution-row').filter({ hasText: 'repair-overdue@e2e.test' });
   await expect(row).toContainText('WAIT_OVERDUE');
