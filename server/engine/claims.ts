@@ -1,4 +1,5 @@
 import { Prisma, type DbTx } from '../db';
+import type { MessageStatus } from '../generated/prisma/enums';
 import { ACTIVE_STATUSES, executionFrom, NO_ROW, stepFrom, TRANSITIONS, type ClaimName, type Transition } from './transitions';
 
 // Every state change of the engine, one named function each, one SQL statement each.
@@ -970,7 +971,8 @@ export async function recordDelivery(
   return rows.length > 0;
 }
 
-export type MessageStatus = 'QUEUED' | 'SENDING' | 'SENT' | 'FAILED' | 'ABANDONED';
+/** The Message.status enum, as Prisma generates it from the schema (one home). */
+export type { MessageStatus };
 
 export interface MessageState {
   id: string;
@@ -978,6 +980,7 @@ export interface MessageState {
   executionId: string;
   stepExecutionId: string;
   status: MessageStatus;
+  /** The message's CAS token: bumped by every change (sender or operator). */
   version: number;
   leaseOwner: string | null;
   leaseExpiresAt: Date | null;

@@ -33,27 +33,16 @@ export function isMessageRepairAction(action: string): action is MessageRepairAc
   return (MESSAGE_REPAIR_ACTIONS as readonly string[]).includes(action);
 }
 
-export interface MessageSnapshot {
+/** A message as an operator previews it: its state, and where it sits (workflow, step, contact). */
+export interface MessageSnapshot extends MessageState {
   kind: 'message';
-  id: string;
-  projectId: string;
-  executionId: string;
-  stepExecutionId: string;
   workflowId: string;
   workflowName: string;
   contactId: string;
   stepName: string;
   to: string;
   subject: string;
-  status: MessageStatus;
-  /** The message's CAS token: bumped by every change (sender or operator). */
-  version: number;
-  leaseOwner: string | null;
-  leaseExpiresAt: Date | null;
-  providerId: string | null;
-  error: string | null;
   createdAt: Date;
-  sentAt: Date | null;
 }
 
 export interface MessagePlan {
