@@ -7,6 +7,28 @@ const nextConfig = {
   // This directory is the app's root even when a parent directory holds another lockfile.
   turbopack: { root: import.meta.dirname },
   poweredByHeader: false,
+  experimental: {
+    // Next.js copies a request's body for the request proxy (proxy.ts) and silently cuts it
+    // at this size (10 MB by default). Just past the API's own limit (server/trpc/http.ts
+    // MAX_BODY_BYTES, 12 MB), so a body over it is refused with 413 by the route, never
+    // truncated into a confusing 400. Bodies from callers without credentials are refused
+    // at 16 KB before Next.js sees them (server/body-limit.ts).
+    proxyClientMaxBodySize: 12 * 1024 * 1024 + 1,
+  },
+  // Assets and public files, which proxy.ts does not see, get the headers that fit any
+  // response (server/security-headers.ts; pages and the API get theirs from proxy.ts).
+  async headers() {
+    return [
+      {
+        source: '/:path*',
+        headers: [
+          { key: 'X-Content-Type-Options', value: 'nosniff' },
+          { key: 'Referrer-Policy', value: 'strict-origin-when-cross-origin' },
+          { key: 'X-Frame-Options', value: 'DENY' },
+        ],
+      },
+    ];
+  },
 };
 
 export default nextConfig;

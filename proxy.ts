@@ -1,29 +1,55 @@
 import { NextResponse, type NextRequest } from 'next/server';
 import { REQUEST_PATH_HEADER, SESSION_COOKIE_NAMES } from './server/auth/cookies';
+import { API_CONTENT_SECURITY_POLICY, commonSecurityHeaders, headerOptions, pageContentSecurityPolicy } from './server/security-headers';
+import { decodableAddress, UNDECODABLE_ADDRESS } from './server/url';
 
 // Next.js 16's request proxy (formerly middleware), in front of every console page. A
 // visitor without a session cookie is sent to the sign-in page, remembering where they
 // were going. Whether the cookie is still valid is decided by the layout, which reads the
 // session from the database; this check only spares signed-out visitors that round trip.
-// /api is not matched: the API answers 401 JSON to a missing session, it never redirects.
+// The API passes through (it answers 401 JSON to a missing session, it never redirects);
+// only an address that is not valid percent-encoding is stopped here, for pages and API
+// alike, with a 400: Next.js would throw decoding it into the route's parameters (a 500).
 
 const SIGN_IN = '/sign-in';
+/** An invitation link: opened by people who may have no account yet (its page offers one). */
+const INVITATION_LINK = /^\/invitations\/[^/]+$/;
+
+function malformed(api: boolean) {
+  const message = UNDECODABLE_ADDRESS;
+  return api
+    ? NextResponse.json({ error: { message, code: 'BAD_REQUEST' } }, { status: 400 })
+    : new NextResponse(message, { status: 400, headers: { 'content-type': 'text/plain; charset=utf-8' } });
+}
 
 export function proxy(request: NextRequest) {
   const { pathname, search } = request.nextUrl;
+  const api = pathname.startsWith('/api/');
+  const options = headerOptions();
+  const secured = (response: NextResponse, policy: string) => {
+    for (const [name, value] of Object.entries(commonSecurityHeaders(options))) response.headers.set(name, value);
+    response.headers.set('Content-Security-Policy', policy);
+    return response;
+  };
+  if (!decodableAddress(pathname, search)) return secured(malformed(api), API_CONTENT_SECURITY_POLICY);
+  if (api) return secured(NextResponse.next(), API_CONTENT_SECURITY_POLICY);
+  const policy = pageContentSecurityPolicy(Buffer.from(crypto.randomUUID()).toString('base64'), options);
   const hasSession = SESSION_COOKIE_NAMES.some((name) => request.cookies.has(name));
-  if (!hasSession && pathname !== SIGN_IN) {
+  if (!hasSession && pathname !== SIGN_IN && !INVITATION_LINK.test(pathname)) {
     const signIn = new URL(SIGN_IN, request.url);
     if (pathname !== '/' || search) signIn.searchParams.set('next', `${pathname}${search}`);
-    return NextResponse.redirect(signIn);
+    return secured(NextResponse.redirect(signIn), policy);
   }
-  // The layout needs the path to send an expired session back here after signing in.
+  // The layout needs the path to send an expired session back here after signing in; the
+  // policy on the request is how Next.js learns the nonce to put on its scripts.
   const headers = new Headers(request.headers);
   headers.set(REQUEST_PATH_HEADER, `${pathname}${search}`);
-  return NextResponse.next({ request: { headers } });
+  headers.set('Content-Security-Policy', policy);
+  return secured(NextResponse.next({ request: { headers } }), policy);
 }
 
 export const config = {
-  // Pages only: not the API, Next's own assets, or public files such as /waypost.svg.
-  matcher: ['/((?!api/|_next/|.*\\.[a-zA-Z0-9]+$).*)'],
+  // The whole API (whose procedure names look like file names: /api/trpc/health.invariants),
+  // and pages: not Next's own assets, or public files such as /waypost.svg.
+  matcher: ['/api/:path*', '/((?!api/|_next/|.*\\.[a-zA-Z0-9]+$).*)'],
 };

@@ -1,6 +1,9 @@
 import type { Metadata } from 'next';
 import { InvariantPanel } from './_components/invariant-panel';
+import { RECENT_FAILURES_INPUT, THROUGHPUT_INPUT } from './_components/overview-inputs';
+import { RecentFailuresPanel } from './_components/recent-failures-panel';
 import { StuckPanel } from './_components/stuck-panel';
+import { ThroughputPanel } from './_components/throughput-panel';
 import { ExecutionTotals, WorkflowTable } from './_components/workflow-table';
 import { HydrateClient, getQueryClient, trpc } from './_trpc/server';
 
@@ -15,6 +18,8 @@ export default async function OverviewPage() {
     queryClient.prefetchQuery(trpc.health.invariants.queryOptions()),
     queryClient.prefetchQuery(trpc.workflows.list.queryOptions()),
     queryClient.prefetchQuery(trpc.executions.stats.queryOptions({})),
+    queryClient.prefetchQuery(trpc.overview.throughput.queryOptions(THROUGHPUT_INPUT)),
+    queryClient.prefetchQuery(trpc.overview.recentFailures.queryOptions(RECENT_FAILURES_INPUT)),
   ]);
   return (
     <HydrateClient>
@@ -24,6 +29,10 @@ export default async function OverviewPage() {
           <p className="text-zinc-500">The engine&apos;s guarantees and where every workflow&apos;s executions stand, refreshed live.</p>
         </div>
         <ExecutionTotals />
+        <div className="grid items-start gap-4 lg:grid-cols-2">
+          <ThroughputPanel />
+          <RecentFailuresPanel />
+        </div>
         <InvariantPanel />
         <StuckPanel />
         <WorkflowTable />

@@ -1,8 +1,9 @@
 import path from 'node:path';
-import { expect, test, type APIRequestContext, type Browser, type Page } from '@playwright/test';
-import { asDistinctClient, DEMO, signIn } from './sign-in';
+import { expect, test, type Page } from '@playwright/test';
+import { DEMO, signedIn, watchErrors } from './sign-in';
+import { trpcMutation, trpcQuery } from './staging';
 
-// Browsing the console (issue 9): the executions table with its filters in the URL and
+// Browsing the console: the executions table with its filters in the URL and
 // keyset pages both ways, one execution's timeline, the events and the audit log. The
 // demo seed provides the stories; the spec enrolls 120 more contacts through the API (as
 // the demo marketer) so the table has several pages.
@@ -13,38 +14,10 @@ const PAGE_SIZE = 50;
 
 test.describe.configure({ mode: 'serial' });
 
-async function trpcQuery<T>(request: APIRequestContext, procedure: string, input: unknown): Promise<T> {
-  const response = await request.get(`/api/trpc/${procedure}?input=${encodeURIComponent(JSON.stringify({ json: input }))}`);
-  expect(response.status(), `${procedure}: ${await response.text()}`).toBe(200);
-  return (await response.json()).result.data.json as T;
-}
-
-async function trpcMutation<T>(request: APIRequestContext, procedure: string, input: unknown): Promise<T> {
-  const response = await request.post(`/api/trpc/${procedure}`, { data: { json: input } });
-  expect(response.status(), `${procedure}: ${await response.text()}`).toBe(200);
-  return (await response.json()).result.data.json as T;
-}
-
-async function signedIn(browser: Browser, email: string, url = '/'): Promise<Page> {
-  const context = await browser.newContext();
-  const page = await context.newPage();
-  await asDistinctClient(page);
-  await page.goto(url);
-  await signIn(page, email);
-  return page;
-}
-
 /** The execution ids the table shows, in order. */
 async function rowIds(page: Page): Promise<string[]> {
   const links = page.getByRole('table', { name: 'Executions' }).getByTestId('execution-row').getByRole('link');
   return links.evaluateAll((as) => as.map((a) => a.getAttribute('href') ?? ''));
-}
-
-function watchErrors(page: Page): string[] {
-  const errors: string[] = [];
-  page.on('pageerror', (error) => errors.push(error.message));
-  page.on('console', (message) => message.type() === 'error' && errors.push(message.text()));
-  return errors;
 }
 
 test.beforeAll(async ({ browser }) => {
@@ -244,7 +217,7 @@ test('execution detail: a parked delay counts down, a poisoned step shows its le
   // Its worker died holding the wait on every attempt (LEASE_EXPIRED once the grace period has passed).
   const poisoned = page.getByTestId('timeline').getByTestId('timeline-entry').filter({ hasText: 'Wait for a purchase' });
   await expect(poisoned).toContainText('attempt');
-  await expect(poisoned).toContainText('lease expired');
+  await expect(poisoned).toContainText('The lease of worker:demo-3 expired');
   await page.setViewportSize({ width: 1280, height: 800 });
   await page.screenshot({ path: shot('execution-stuck-1280'), fullPage: true });
   await page.context().close();

@@ -1,10 +1,11 @@
 import path from 'node:path';
-import { expect as baseExpect, test, type APIRequestContext, type Browser, type Page } from '@playwright/test';
+import { expect as baseExpect, test, type APIRequestContext, type Page } from '@playwright/test';
 import type pg from 'pg';
-import { asDistinctClient, DEMO, signIn } from './sign-in';
+import { DEMO, signedIn } from './sign-in';
+import { trpcMutation, trpcQuery } from './staging';
 import { connect, makeWaitOverdue, portOf, Workers } from './workers';
 
-// Repair from the execution page (issue 9, acceptance 1-4): only the actions the state
+// Repair from the execution page: only the actions the state
 // allows, each behind a preview and a reason; apply carries the previewed version and
 // step execution; a lost race says who won and shows the fresh state. The e2e server's
 // workers fire a due timer at once, so the specs that need a wait to stay overdue (or an
@@ -21,27 +22,6 @@ test.describe.configure({ mode: 'serial' });
 let db: pg.Client;
 let workers: Workers;
 const executions: Record<'overdue' | 'race' | 'stale', string> = { overdue: '', race: '', stale: '' };
-
-async function trpcQuery<T>(request: APIRequestContext, procedure: string, input: unknown): Promise<T> {
-  const response = await request.get(`/api/trpc/${procedure}?input=${encodeURIComponent(JSON.stringify({ json: input }))}`);
-  expect(response.status(), `${procedure}: ${await response.text()}`).toBe(200);
-  return (await response.json()).result.data.json as T;
-}
-
-async function trpcMutation<T>(request: APIRequestContext, procedure: string, input: unknown): Promise<T> {
-  const response = await request.post(`/api/trpc/${procedure}`, { data: { json: input } });
-  expect(response.status(), `${procedure}: ${await response.text()}`).toBe(200);
-  return (await response.json()).result.data.json as T;
-}
-
-async function signedIn(browser: Browser, email: string, url = '/'): Promise<Page> {
-  const context = await browser.newContext();
-  const page = await context.newPage();
-  await asDistinctClient(page);
-  await page.goto(url);
-  await signIn(page, email);
-  return page;
-}
 
 function watchErrors(page: Page): string[] {
   const errors: string[] = [];
@@ -131,6 +111,10 @@ test('LEASE_EXPIRED: the poisoned win-back wait is listed with its reason; RETRY
   await expect(stuck).toContainText('LEASE_EXPIRED');
   await expect(stuck).toContainText('stopped renewing the lease');
   await expect(stuck).toContainText('Cleared by an operator');
+
+  // The worker that died holding it, by the name in its log lines.
+  const poisoned = page.getByTestId('timeline').getByTestId('timeline-entry').filter({ hasText: 'Wait for a purchase' });
+  await expect(poisoned.getByTestId('lease-holder')).toHaveText('worker:demo-3');
 
   // Only what the state machine allows: a retry or a cancel, not a skip of a branching wait.
   const panel = page.getByTestId('repair-panel');

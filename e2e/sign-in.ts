@@ -1,4 +1,4 @@
-import { expect, type Page } from '@playwright/test';
+import { expect, type Browser, type Page } from '@playwright/test';
 
 // Signing in as a person does it: through the sign-in page of a real browser.
 
@@ -32,4 +32,22 @@ export async function signIn(page: Page, email: string, password = DEMO_PASSWORD
   await page.getByRole('button', { name: 'Sign in' }).click();
   // The first page after signing in is rendered from the database, on a machine also running workers.
   await expect(page.getByTestId('current-user')).toHaveText(email, { timeout: 20_000 });
+}
+
+/** A fresh browser context for a person of their own (asDistinctClient), signed in at `url`. */
+export async function signedIn(browser: Browser, email: string, url = '/'): Promise<Page> {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await asDistinctClient(page);
+  await page.goto(url);
+  await signIn(page, email);
+  return page;
+}
+
+/** Uncaught page errors and console errors, collected for an `expect(errors).toEqual([])` at the end. */
+export function watchErrors(page: Page): string[] {
+  const errors: string[] = [];
+  page.on('pageerror', (error) => errors.push(error.message));
+  page.on('console', (message) => message.type() === 'error' && errors.push(message.text()));
+  return errors;
 }

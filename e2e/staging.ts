@@ -21,6 +21,11 @@ function runInfo(): RunInfo {
   return JSON.parse(readFileSync(path.join(ROOT, '.data', `e2e-${PORT}.json`), 'utf8')) as RunInfo;
 }
 
+/** The e2e server's own database, for a spec that runs a web server of its own on it. */
+export function e2eDatabaseUrl(): string {
+  return runInfo().databaseUrl;
+}
+
 /** One SQL statement against the e2e server's own database. */
 export async function sql<T extends pg.QueryResultRow = Record<string, unknown>>(text: string, values: unknown[] = []): Promise<T[]> {
   const client = new pg.Client({ connectionString: runInfo().databaseUrl, application_name: 'waypost-e2e-spec' });

@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { expect, test, type Browser, type Page } from '@playwright/test';
+import { expect, test, type Page } from '@playwright/test';
 import Papa from 'papaparse';
-import { asDistinctClient, DEMO, signIn } from './sign-in';
+import { DEMO, signedIn, watchErrors } from './sign-in';
 import { sql, trpcMutation, trpcQuery, withWorkersPaused } from './staging';
 
-// Issue 9, "Stuck" and "Bulk repair" (acceptance 5), and redrive on /events: the seeded
+// Stuck groups, bulk repair, and redrive on /events: the seeded
 // incident grouped by cause; a bulk FORCE_TIMEOUT over 200 overdue executions of one group,
 // stopped part-way and run again to the end, with live progress, every row's outcome (and
 // a CSV of them), and no invariant violated; the dead-lettered event redriven.
@@ -19,22 +19,6 @@ const DRILL = 'Bulk timeout drill';
 const CONTACTS = 200;
 
 test.describe.configure({ mode: 'serial' });
-
-async function signedIn(browser: Browser, email: string, url = '/'): Promise<Page> {
-  const context = await browser.newContext();
-  const page = await context.newPage();
-  await asDistinctClient(page);
-  await page.goto(url);
-  await signIn(page, email);
-  return page;
-}
-
-function watchErrors(page: Page): string[] {
-  const errors: string[] = [];
-  page.on('pageerror', (error) => errors.push(error.message));
-  page.on('console', (message) => message.type() === 'error' && errors.push(message.text()));
-  return errors;
-}
 
 const group = (page: Page, reason: string) => page.locator(`[data-testid="stuck-group"][data-reason="${reason}"]`);
 
@@ -95,7 +79,11 @@ test('stuck: the seeded incident, grouped by cause, each group saying what it me
 
   // A workflow with nothing stuck says so.
   await page.goto('/stuck');
+  // The groups come from the client's own query: once they show, the page is interactive
+  // (a choice made before hydration would be lost to the server-rendered select).
+  await expect(page.getByTestId('stuck-group').first()).toBeVisible();
   await page.getByLabel('Workflow').selectOption({ label: 'Order confirmation' });
+  await expect(page).toHaveURL(/[?&]workflowId=/);
   await expect(page.getByTestId('stuck-empty')).toContainText('Nothing is stuck here');
   await page.goto('/stuck?reason=SLEEPING');
   await expect(page.getByRole('alert').filter({ hasText: 'not valid' })).toContainText('reason');

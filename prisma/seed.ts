@@ -1,19 +1,23 @@
 import { hashPassword } from 'better-auth/crypto';
 import type { Db } from '../server/db';
-import {
-  createEngineContext,
-  createWorkflow,
-  enroll,
-  runWorkerOnce,
-  trackEvent,
-  type WorkflowInput,
-} from '../server/engine';
+import { createEngineContext } from '../server/engine/context';
+import type { WorkflowInput } from '../server/engine/definition';
+import { enroll } from '../server/engine/enrollment';
+import { trackEvent } from '../server/engine/events';
+import { runWorkerOnce } from '../server/engine/worker';
+import { createWorkflow } from '../server/engine/workflows';
 import { claimEventDispatch, claimStep, failEventDispatch } from '../server/engine/claims';
 import { runClaimedStep } from '../server/engine/runner';
 
 // The demo project: one user per role, contacts, workflows and executions in several
 // states, all made by the engine itself (enroll, track, run), so the console has
 // something real to show from the first minute. Idempotent: a second run changes nothing.
+//
+// Its logins share a password printed in the README, so when it is seeded is decided in
+// one place, seedDemoOnce (below): on the first start of an empty embedded database, or
+// when someone asks; never where SEED_DEMO=0, never again once seeded (a deleted demo
+// project stays deleted), never over https unless forced, and never onto a person who
+// already has one of the demo emails.
 
 export const DEMO_PROJECT = 'demo';
 export const DEMO_PASSWORD = 'waypost-demo';
@@ -125,23 +129,42 @@ const PEOPLE = [
   ['frances@example.com', 'Frances', 'pro'],
 ] as const;
 
-function logins(): DemoLogin[] {
-  return DEMO_USERS.map((u) => ({ email: u.email, password: DEMO_PASSWORD, role: u.role }));
+export interface DemoSeedResult {
+  created: boolean;
+  /** The demo logins made by this run (none when the project existed already). */
+  logins: DemoLogin[];
+  /** Demo emails that already belonged to a person: left exactly as they were. */
+  skipped: string[];
 }
 
-export async function seedDemo(db: Db): Promise<{ created: boolean; logins: DemoLogin[] }> {
-  if (await db.project.findUnique({ where: { name: DEMO_PROJECT } })) return { created: false, logins: logins() };
+/**
+ * Seed the demo project unless it exists. Prefer seedDemoOnce, which decides whether to;
+ * this is the seed itself (tests call it on databases of their own).
+ */
+export async function seedDemo(db: Db): Promise<DemoSeedResult> {
+  if (await db.project.findUnique({ where: { name: DEMO_PROJECT } })) return { created: false, logins: [], skipped: [] };
 
   const project = await db.project.create({ data: { name: DEMO_PROJECT } });
   const hash = await hashPassword(DEMO_PASSWORD);
+  const made: DemoLogin[] = [];
+  const skipped: string[] = [];
   for (const u of DEMO_USERS) {
-    const user = await db.user.upsert({
-      where: { email: u.email },
-      update: {},
-      create: { email: u.email, name: u.name, emailVerified: true },
+    // A person who already has this email keeps their credentials and memberships: no
+    // password account (the published one) and no membership is added to them. ON
+    // CONFLICT, not a look-up first: someone signing up the same email meanwhile wins.
+    // User, account and membership in one transaction, so a crash cannot leave a demo
+    // user without its account (which the next run would then take for a person's).
+    const created = await db.$transaction(async (tx) => {
+      const [user] = await tx.$queryRaw<{ id: string }[]>`
+        INSERT INTO "User" (email, name, "emailVerified") VALUES (${u.email}, ${u.name}, true)
+        ON CONFLICT (email) DO NOTHING RETURNING id`;
+      if (!user) return false;
+      await tx.account.create({ data: { userId: user.id, accountId: user.id, providerId: 'credential', password: hash } });
+      await tx.membership.create({ data: { userId: user.id, projectId: project.id, role: u.role } });
+      return true;
     });
-    await db.account.create({ data: { userId: user.id, accountId: user.id, providerId: 'credential', password: hash } });
-    await db.membership.create({ data: { userId: user.id, projectId: project.id, role: u.role } });
+    if (created) made.push({ email: u.email, password: DEMO_PASSWORD, role: u.role });
+    else skipped.push(u.email);
   }
 
   const ctx = createEngineContext(db, { owner: 'seed', config: { maxStepAttempts: 1, eventMaxAttempts: 8, inlineDispatchSeconds: 0 } });
@@ -203,7 +226,12 @@ export async function seedDemo(db: Db): Promise<{ created: boolean; logins: Demo
     let version = 1;
     for (let attempt = 0; attempt < 4; attempt++) {
       // The first claim runs the trigger; each later one is a worker that dies holding the wait step.
-      const claimed = await claimStep(db, { executionId: incident.executionId, expectedVersion: version, leaseSeconds: attempt === 0 ? 30 : 0 });
+      const claimed = await claimStep(db, {
+        executionId: incident.executionId,
+        expectedVersion: version,
+        leaseSeconds: attempt === 0 ? 30 : 0,
+        owner: `worker:demo-${attempt}`,
+      });
       if (!claimed.won) break;
       version = claimed.claim.version;
       if (attempt === 0) version = (await runClaimedStep(ctx, claimed.claim)).continueAt ?? version;
@@ -229,5 +257,125 @@ export async function seedDemo(db: Db): Promise<{ created: boolean; logins: Demo
     }
   }
 
-  return { created: true, logins: logins() };
+  return { created: true, logins: made, skipped };
+}
+
+/** Who asks for the demo seed, and what they said. */
+export type DemoSeedRequest =
+  | {
+      by: 'npm start';
+      /** The product's database is the embedded one under .data/. */
+      embedded: boolean;
+      /** SEED_DEMO. */
+      seedDemo?: '0' | '1' | 'force';
+      publicUrl?: string;
+    }
+  | {
+      /** `npm run cli -- seed`: a person asking now; recreates a deleted demo project. */
+      by: 'cli seed';
+      force: boolean;
+      publicUrl?: string;
+    };
+
+export type DemoSeedOutcome =
+  | 'SEEDED'
+  /** SEED_DEMO=0. */
+  | 'OFF'
+  /** npm start on an external database without SEED_DEMO. */
+  | 'NOT_ASKED'
+  /** npm start on an embedded database that already holds projects or people. */
+  | 'NOT_EMPTY'
+  /** npm start on a database the demo was seeded on before (it may have been deleted since). */
+  | 'SEEDED_BEFORE'
+  /** npm start without SEED_DEMO on a database where an earlier start said SEED_DEMO=0. */
+  | 'DECLINED_BEFORE'
+  /** cli seed: the demo project is there. */
+  | 'EXISTS'
+  /** PUBLIC_URL is https and nobody forced it. */
+  | 'REFUSED_HTTPS';
+
+export interface DemoSeedDecision extends DemoSeedResult {
+  outcome: DemoSeedOutcome;
+  /** A sentence for the person who started it. */
+  message: string;
+}
+
+/** Any key: it only has to be the same for every process that seeds. */
+const DEMO_SEED_LOCK = 7_261_201;
+
+type Refusal = Exclude<DemoSeedOutcome, 'SEEDED'>;
+
+interface SeedFacts {
+  seededBefore: boolean;
+  declinedBefore: boolean;
+  demoExists: boolean;
+  empty: boolean;
+}
+
+function decide(request: DemoSeedRequest, facts: SeedFacts): Refusal | 'SEED' {
+  if (request.by === 'npm start') {
+    if (request.seedDemo === '0') return 'OFF';
+    if (facts.seededBefore) return 'SEEDED_BEFORE';
+    if (request.seedDemo === undefined) {
+      if (facts.declinedBefore) return 'DECLINED_BEFORE';
+      if (!request.embedded) return 'NOT_ASKED';
+      if (!facts.empty) return 'NOT_EMPTY';
+    }
+  } else if (facts.demoExists) {
+    return 'EXISTS';
+  }
+  const forced = request.by === 'npm start' ? request.seedDemo === 'force' : request.force;
+  if (request.publicUrl?.startsWith('https:') && !forced) return 'REFUSED_HTTPS';
+  return 'SEED';
+}
+
+const MESSAGES: Record<Refusal, string> = {
+  OFF: 'SEED_DEMO=0: no demo project seeded',
+  NOT_ASKED: 'no demo project seeded (an external database: SEED_DEMO=1 or `npm run cli -- seed` seeds it)',
+  NOT_EMPTY: 'no demo project seeded: this embedded database already holds projects or people (`npm run cli -- seed` seeds it)',
+  DECLINED_BEFORE: 'no demo project seeded: an earlier start said SEED_DEMO=0 (SEED_DEMO=1 or `npm run cli -- seed` seeds it)',
+  SEEDED_BEFORE: 'the demo project was seeded on this database before; not seeding it again (`npm run cli -- seed` recreates it if it was deleted)',
+  EXISTS: 'demo project "demo" already exists; nothing changed',
+  REFUSED_HTTPS:
+    'refusing to seed the demo project: PUBLIC_URL is https, a public address, and the demo logins\' password is published ' +
+    '(SEED_DEMO=force or `npm run cli -- seed --force` seeds it anyway)',
+};
+
+/**
+ * Seed the demo project if the request and this database call for it (see the top of this
+ * file), and remember in DemoSeed that it was. Serialised by an advisory lock held for the
+ * whole seed: two `npm start`s (or a start and a `cli seed`) on one database must not both
+ * see "not seeded yet" and both seed, the second then failing on the project's unique name.
+ */
+export async function seedDemoOnce(db: Db, request: DemoSeedRequest): Promise<DemoSeedDecision> {
+  return db.$transaction(
+    async (tx) => {
+      await tx.$executeRaw`SELECT pg_advisory_xact_lock(${DEMO_SEED_LOCK})`;
+      const [facts] = await tx.$queryRaw<SeedFacts[]>`
+        SELECT EXISTS (SELECT 1 FROM "DemoSeed" WHERE NOT declined) AS "seededBefore",
+               EXISTS (SELECT 1 FROM "DemoSeed" WHERE declined) AS "declinedBefore",
+               EXISTS (SELECT 1 FROM "Project" WHERE name = ${DEMO_PROJECT}) AS "demoExists",
+               NOT EXISTS (SELECT 1 FROM "Project") AND NOT EXISTS (SELECT 1 FROM "User") AS empty`;
+      const decision = decide(request, facts!);
+      if (decision === 'OFF') {
+        // Remember the "no", so that a later start that forgets SEED_DEMO=0 does not seed.
+        await tx.$executeRaw`
+          INSERT INTO "DemoSeed" ("seededBy", declined) VALUES (${request.by}, true) ON CONFLICT (id) DO NOTHING`;
+      }
+      if (decision !== 'SEED') return { outcome: decision, message: MESSAGES[decision], created: false, logins: [], skipped: [] };
+      // The seed runs on the client's other connections (the engine's own transactions);
+      // this transaction only holds the lock and records the seed when it is complete.
+      const result = await seedDemo(db);
+      await tx.$executeRaw`
+        INSERT INTO "DemoSeed" ("seededBy") VALUES (${request.by})
+        ON CONFLICT (id) DO UPDATE SET "seededBy" = EXCLUDED."seededBy", "seededAt" = now(), declined = false`;
+      const parts = [result.created ? 'demo project "demo" seeded' : MESSAGES.EXISTS];
+      for (const email of result.skipped) {
+        parts.push(`${email} already belongs to a person: left as it was (no demo password, no membership)`);
+      }
+      return { outcome: result.created ? 'SEEDED' : 'EXISTS', message: parts.join('; '), ...result };
+    },
+    // The seed takes seconds on a loaded machine; a second starter waits for it.
+    { timeout: 600_000, maxWait: 60_000 },
+  );
 }

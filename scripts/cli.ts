@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
@@ -11,10 +12,14 @@ import {
   setPassword,
   type AuditActor,
 } from '../server/auth/admin';
+import { consoleBaseUrl, invitationLink, inviteMember } from '../server/auth/invitations';
 import { closeDb, createDb, type Db } from '../server/db';
-import { EnvError, parseEnv } from '../server/env';
+import { parseEnv } from '../server/env';
+import { importCsv, type RowResult } from '../server/engine/enrollment-import/enroll-rows';
+import { BULK_BYTES_MAX } from '../server/engine/enrollment-import/rows';
 import { migrate } from '../server/migrator';
-import { ROOT } from './database';
+import { commandDatabase, ROOT } from './database';
+import { ROLES } from '../server/auth/roles';
 
 // `npm run cli -- <command>`: set up and run a deployment without the console. Everything
 // a person would do in Settings goes through the same functions (server/auth/admin.ts),
@@ -28,24 +33,39 @@ commands:
                   Create the person (and the project if missing) with ROLE in it. An existing
                   person gets the membership or the new role; their password changes only
                   with --reset-password (which also signs them out everywhere).
+  invite          --project NAME --email E --role ROLE
+                  Invite an email to the project, as Settings does: prints the invitation
+                  link, once, on stdout (PUBLIC_URL's, else http://localhost:PORT's). The
+                  person joins when they accept it, signed in as that email.
   create-api-key  --project NAME --role ROLE [--name N]
                   Print a new API key for the project, once, on stdout (nothing else).
   revoke-api-key  --id ID | --prefix PREFIX
                   Revoke a key; programs using it get 401 from then on.
+  enroll-csv      WORKFLOW_ID FILE.csv
+                  Enroll a CSV's rows into the workflow, as the console's CSV import does:
+                  a header row with one "email" column, every other column into the
+                  contact's data; at most 10,000 rows. Prints each row's outcome on stdout
+                  (CSV: row,email,executionId,reason); exit code 1 if any row failed.
   migrate         Apply the database migrations.
-  seed            Seed the demo project (idempotent).
+  seed            [--force]  Seed the demo project if it is not there (again after it was
+                  deleted). Its logins share a published password: refused when PUBLIC_URL
+                  is https unless --force. A demo email that belongs to a person already
+                  is left alone.
+  invariants      Count each invariant's violations across the whole deployment (every
+                  project; the console shows a project its own). Exit code 1 if any.
   worker          [--concurrency N]  Run a worker process until SIGTERM.
   help            Show this text.
 
 ROLE is one of VIEWER, MARKETER, OPERATOR, OWNER. Every command except help uses
-DATABASE_URL.`;
+DATABASE_URL; when it is unset, the embedded PostgreSQL that \`npm start\` runs
+(EMBEDDED_PG_DIR, default .data/postgres), which must be running.`;
 
 /** Wrong usage: one line on stderr, exit code 2. */
 class UsageError extends Error {
   override name = 'UsageError';
 }
 
-const role = z.enum(['VIEWER', 'MARKETER', 'OPERATOR', 'OWNER'], { error: 'must be VIEWER, MARKETER, OPERATOR or OWNER' });
+const role = z.enum(ROLES, { error: `must be ${ROLES.join(', ').replace(/, (?=[^,]*$)/, ' or ')}` });
 const projectName = z.string().trim().min(1, 'must not be empty').max(100, 'must be at most 100 characters');
 
 const createUserArgs = z.object({
@@ -56,6 +76,12 @@ const createUserArgs = z.object({
   role,
   name: z.string().trim().min(1).max(100).optional(),
   'reset-password': z.boolean().optional(),
+});
+
+const inviteArgs = z.object({
+  project: projectName,
+  email: z.email({ error: 'must be an email address' }).max(254),
+  role,
 });
 
 const createApiKeyArgs = z.object({
@@ -71,6 +97,8 @@ const revokeApiKeyArgs = z
   })
   .refine((a) => (a.id === undefined) !== (a.prefix === undefined), { error: 'give exactly one of --id or --prefix' });
 
+const seedArgs = z.object({ force: z.boolean().optional() });
+
 const workerArgs = z.object({
   concurrency: z.coerce.number({ error: 'must be a number' }).int('must be an integer').min(1).max(256).optional(),
 });
@@ -83,6 +111,7 @@ const OPTIONS = {
   name: { type: 'string' },
   id: { type: 'string' },
   prefix: { type: 'string' },
+  force: { type: 'boolean' },
   concurrency: { type: 'string' },
   'reset-password': { type: 'boolean' },
 } as const;
@@ -106,14 +135,16 @@ function optionsOf<T extends z.ZodType>(command: string, argv: string[], schema:
   return parsed.data;
 }
 
+let chosenUrl: string | undefined;
+
+/** DATABASE_URL, or the embedded server `npm start` runs (said on stderr, password masked). */
 function databaseUrl(): string {
-  const url = parseEnv().DATABASE_URL;
-  if (!url) {
-    throw new EnvError(
-      'DATABASE_URL is not set: point the CLI at the database to change, e.g. DATABASE_URL=postgresql://postgres:postgres@127.0.0.1:54329/waypost for the one `npm start` runs.',
-    );
+  if (chosenUrl === undefined) {
+    const { url, via } = commandDatabase(parseEnv());
+    if (via) say(via);
+    chosenUrl = url;
   }
-  return url;
+  return chosenUrl;
 }
 
 async function withDb<T>(fn: (db: Db) => Promise<T>): Promise<T> {
@@ -178,6 +209,20 @@ async function createUser(argv: string[]): Promise<void> {
   });
 }
 
+async function inviteCommand(argv: string[]): Promise<void> {
+  const args = optionsOf('invite', argv, inviteArgs, ['project', 'email', 'role']);
+  await withDb(async (db) => {
+    const project = await db.project.findUnique({ where: { name: args.project }, select: { id: true } });
+    if (!project) throw new Error(`no project named "${args.project}" (create-user creates projects)`);
+    const result = await inviteMember(db, { projectId: project.id, email: args.email, role: args.role, actor: CLI_ACTOR });
+    if (result.outcome === 'ALREADY_MEMBER') throw new Error(`${normalizeEmail(args.email)} is already a member of "${args.project}" (${result.role})`);
+    process.stdout.write(`${invitationLink(consoleBaseUrl(null), result.token)}\n`);
+    say(
+      `invitation of ${result.invitation.email} as ${args.role} in "${args.project}", until ${result.invitation.expiresAt.toISOString()}: the link is shown once`,
+    );
+  });
+}
+
 async function createApiKeyCommand(argv: string[]): Promise<void> {
   const args = optionsOf('create-api-key', argv, createApiKeyArgs, ['project', 'role', 'name']);
   await withDb(async (db) => {
@@ -211,31 +256,106 @@ async function revokeApiKeyCommand(argv: string[]): Promise<void> {
   });
 }
 
+const enrollCsvArgs = z.object({
+  workflow: z.guid({ error: 'must be a workflow id' }),
+  file: z.string().min(1, 'must not be empty'),
+});
+
+/** A CSV field as RFC 4180 writes it: quoted when it holds a comma, a quote or a line break. */
+function csvField(value: string): string {
+  return /[",\r\n]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
+}
+
+function outcomeLine(r: RowResult): string {
+  return [String(r.row), r.email ?? '', r.executionId ?? '', r.error?.reason ?? ''].map(csvField).join(',');
+}
+
+/** Enroll a CSV file into a workflow through the same import as enrollments.importCsv, audited as "system". */
+async function enrollCsvCommand(argv: string[]): Promise<number> {
+  let positionals: string[];
+  try {
+    positionals = parseArgs({ args: argv, options: {}, strict: true, allowPositionals: true }).positionals;
+  } catch (error) {
+    throw new UsageError(`enroll-csv: ${(error as Error).message.split('\n')[0]}`);
+  }
+  if (positionals.length !== 2) throw new UsageError('enroll-csv: give a workflow id and a CSV file');
+  const parsed = enrollCsvArgs.safeParse({ workflow: positionals[0], file: positionals[1] });
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new UsageError(`enroll-csv: ${String(issue.path[0])} ${issue.message}`);
+  }
+  const { workflow: workflowId, file } = parsed.data;
+  let csv: string;
+  try {
+    const bytes = await readFile(file);
+    if (bytes.byteLength > BULK_BYTES_MAX) throw new Error(`${file} is over ${BULK_BYTES_MAX / 1024 / 1024} MB`);
+    csv = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch (error) {
+    const reason = error instanceof TypeError ? 'is not UTF-8 text' : (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'does not exist' : null;
+    throw new Error(reason ? `${file} ${reason}` : (error as Error).message);
+  }
+  return withDb(async (db) => {
+    const workflow = await db.workflow.findUnique({ where: { id: workflowId }, select: { projectId: true, name: true } });
+    if (!workflow) throw new Error(`no workflow with id ${workflowId}`);
+    const result = await importCsv(
+      { db, by: { projectId: workflow.projectId, actor: CLI_ACTOR }, workflowId, action: 'enrollments.importCsv', source: 'csv' },
+      csv,
+    );
+    if (!result.ok) {
+      if (result.reason === 'INVALID_CSV') throw new Error(`${file}: ${result.message}`);
+      if (result.reason === 'WORKFLOW_DISABLED') throw new Error(`the workflow "${workflow.name}" is disabled; enable it to enroll contacts`);
+      throw new Error(`the workflow "${workflow.name}" cannot take enrollments (${result.reason})`);
+    }
+    process.stdout.write(`row,email,executionId,reason\n${result.results.map((r) => `${outcomeLine(r)}\n`).join('')}`);
+    const { rows, enrolled, failed, reasons } = result.summary;
+    const why = Object.entries(reasons).map(([reason, n]) => `${n} ${reason}`).join(', ');
+    say(`enrolled ${enrolled} of ${rows} rows into "${workflow.name}"${failed > 0 ? `; ${failed} failed (${why})` : ''}`);
+    return failed === 0 ? 0 : 1;
+  });
+}
+
 async function migrateCommand(argv: string[]): Promise<void> {
   optionsOf('migrate', argv, z.object({}), []);
   const { applied, skipped } = await migrate(databaseUrl(), { log: say });
   say(`migrations: ${applied.length} applied, ${skipped.length} already applied`);
 }
 
-async function seedCommand(argv: string[]): Promise<void> {
-  optionsOf('seed', argv, z.object({}), []);
-  const { seedDemo } = await import('../prisma/seed');
-  await withDb(async (db) => {
-    const { created, logins } = await seedDemo(db);
-    say(created ? 'demo project "demo" seeded; sign in as:' : 'demo project "demo" already exists; sign in as:');
-    for (const login of logins) say(`  ${login.role.padEnd(9)} ${login.email}  ${login.password}`);
+async function seedCommand(argv: string[]): Promise<number> {
+  const args = optionsOf('seed', argv, seedArgs, ['force']);
+  const { seedDemoOnce } = await import('../prisma/seed');
+  const publicUrl = parseEnv().PUBLIC_URL;
+  return withDb(async (db) => {
+    const seeded = await seedDemoOnce(db, { by: 'cli seed', force: args.force === true, publicUrl });
+    if (seeded.outcome === 'REFUSED_HTTPS') throw new Error(seeded.message);
+    say(seeded.message);
+    if (seeded.logins.length > 0) say('sign in as:');
+    for (const login of seeded.logins) say(`  ${login.role.padEnd(9)} ${login.email}  ${login.password}`);
+    return 0;
+  });
+}
+
+/** The deployment-wide health check: one line per invariant on stdout; exit 1 on any violation. */
+async function invariantsCommand(argv: string[]): Promise<number> {
+  optionsOf('invariants', argv, z.object({}), []);
+  const { checkInvariants } = await import('../server/engine/invariants');
+  return withDb(async (db) => {
+    const results = await checkInvariants(db);
+    for (const r of results) process.stdout.write(`${r.id}  ${String(r.violations).padStart(6)}  ${r.title}\n`);
+    const total = results.reduce((n, r) => n + r.violations, 0);
+    say(total === 0 ? 'every invariant holds in every project' : `${total} violation(s): see DESIGN.md section 3`);
+    return total === 0 ? 0 : 1;
   });
 }
 
 /**
- * The worker runs as its own process (server/engine/worker.ts is the entry point that
+ * The worker runs as its own process (scripts/worker.ts is the entry point that
  * `npm start` uses too); this command forwards signals to it so SIGTERM still drains.
  */
 async function workerCommand(argv: string[]): Promise<number> {
   const args = optionsOf('worker', argv, workerArgs, ['concurrency']);
   const env = { ...process.env, DATABASE_URL: databaseUrl() };
   const extra = args.concurrency === undefined ? [] : ['--concurrency', String(args.concurrency)];
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'server', 'engine', 'worker.ts'), ...extra], {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'scripts', 'worker.ts'), ...extra], {
     cwd: ROOT,
     env,
     stdio: 'inherit',
@@ -250,18 +370,24 @@ async function main(argv: string[]): Promise<number> {
     case 'create-user':
       await createUser(rest);
       return 0;
+    case 'invite':
+      await inviteCommand(rest);
+      return 0;
     case 'create-api-key':
       await createApiKeyCommand(rest);
       return 0;
     case 'revoke-api-key':
       await revokeApiKeyCommand(rest);
       return 0;
+    case 'enroll-csv':
+      return enrollCsvCommand(rest);
     case 'migrate':
       await migrateCommand(rest);
       return 0;
     case 'seed':
-      await seedCommand(rest);
-      return 0;
+      return seedCommand(rest);
+    case 'invariants':
+      return invariantsCommand(rest);
     case 'worker':
       return workerCommand(rest);
     case 'help':

@@ -1,13 +1,32 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Env } from '../server/env';
-import { ensureDatabase, processAlive, startEmbeddedPostgres, type EmbeddedDatabase } from '../server/embedded-postgres';
+import type pg from 'pg';
+import { EnvError, type Env } from '../server/env';
+import {
+  embeddedPasswordFile,
+  embeddedUrl,
+  ensureDatabase,
+  processAlive,
+  readEmbeddedPassword,
+  runningEmbeddedPort,
+  startEmbeddedPostgres,
+  type EmbeddedDatabase,
+} from '../server/embedded-postgres';
 
 // Which PostgreSQL the product's scripts use: DATABASE_URL when set, otherwise the
 // embedded server under .data/postgres (DESIGN.md section 7), with the product's data in
 // its `waypost` database.
 
 export const ROOT = path.resolve(import.meta.dirname, '..');
+/** The database on the embedded server that holds the product's data. */
+const PRODUCT_DATABASE = 'waypost';
+
+/** The embedded server's data directory: EMBEDDED_PG_DIR, relative to the repository. */
+export function embeddedDataDir(env: Pick<Env, 'EMBEDDED_PG_DIR'>): string {
+  return path.resolve(ROOT, env.EMBEDDED_PG_DIR);
+}
+
+const shown = (p: string) => path.relative(ROOT, p) || p;
 
 export interface ProductDatabase {
   url: string;
@@ -17,18 +36,43 @@ export interface ProductDatabase {
 
 export async function openProductDatabase(env: Env, log: (line: string) => void): Promise<ProductDatabase> {
   if (env.DATABASE_URL) return { url: env.DATABASE_URL };
-  log(`DATABASE_URL is not set: starting the embedded PostgreSQL (.data/postgres, port ${env.EMBEDDED_PG_PORT})`);
-  const embedded = await startEmbeddedPostgres({
-    dataDir: path.join(ROOT, '.data', 'postgres'),
-    port: env.EMBEDDED_PG_PORT,
-    log,
-  });
+  const dataDir = embeddedDataDir(env);
+  log(`DATABASE_URL is not set: starting the embedded PostgreSQL (${shown(dataDir)}, port ${env.EMBEDDED_PG_PORT})`);
+  const embedded = await startEmbeddedPostgres({ dataDir, port: env.EMBEDDED_PG_PORT, log });
   try {
-    return { url: await ensureDatabase(embedded.url, 'waypost'), embedded };
+    return { url: await ensureDatabase(embedded.url, PRODUCT_DATABASE), embedded };
   } catch (error) {
     await embedded.stop();
     throw error;
   }
+}
+
+/**
+ * The database a one-off command (the CLI) uses: DATABASE_URL when set, otherwise the
+ * embedded server `npm start` runs, if it is running (its port from its postmaster.pid,
+ * its generated password from beside its data). `via` says which, for the person to see.
+ */
+export function commandDatabase(env: Env): { url: string; via?: string } {
+  if (env.DATABASE_URL) return { url: env.DATABASE_URL };
+  const dataDir = embeddedDataDir(env);
+  const setIt = 'or set DATABASE_URL=postgresql://user:pass@host:5432/db to use another database';
+  if (!existsSync(dataDir)) {
+    throw new EnvError(`DATABASE_URL is not set and there is no embedded database in ${shown(dataDir)}: run \`npm start\` once, ${setIt}.`);
+  }
+  const port = runningEmbeddedPort(dataDir);
+  if (port === undefined) {
+    throw new EnvError(
+      `DATABASE_URL is not set and the embedded PostgreSQL in ${shown(dataDir)} is not running: start it with \`npm start\` (in another terminal) and run this again, ${setIt}.`,
+    );
+  }
+  const password = readEmbeddedPassword(dataDir);
+  if (password === undefined) {
+    throw new EnvError(
+      `DATABASE_URL is not set and ${shown(embeddedPasswordFile(dataDir))} does not exist: restart \`npm start\`, which generates it, ${setIt}.`,
+    );
+  }
+  const url = embeddedUrl(port, password, PRODUCT_DATABASE);
+  return { url, via: `DATABASE_URL is not set: using npm start's embedded PostgreSQL (${shown(dataDir)}), ${redactUrl(url)}` };
 }
 
 /** A URL fit for a log line: the password, if any, masked. */
@@ -55,4 +99,23 @@ export async function stopEmbeddedPostgres(embedded: EmbeddedDatabase): Promise<
     while (postmasterRunning(embedded.dataDir)) await new Promise((r) => setTimeout(r, 100));
   })();
   await Promise.race([embedded.stop(), down]);
+}
+
+/** How long a throw-away database may live before a later run takes it for a killed run's. */
+const STALE_AFTER_MS = 3_600_000;
+
+/**
+ * Drop the throw-away databases (the test suite's, the browser suite's) of runs killed
+ * before their teardown: those whose name matches `pattern`, whose first group is their
+ * creation time in base 36, older than an hour. A name whose time is not plausible is
+ * left alone, so a database named some other way is never taken for an old one.
+ */
+export async function dropStaleDatabases(client: pg.Client, pattern: RegExp): Promise<void> {
+  const { rows } = await client.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname ~ '^wp_'`);
+  for (const { datname } of rows) {
+    const stamp = pattern.exec(datname)?.[1];
+    const createdAt = stamp === undefined ? NaN : parseInt(stamp, 36);
+    if (!(createdAt > Date.UTC(2024, 0, 1))) continue;
+    if (Date.now() - createdAt > STALE_AFTER_MS) await client.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`).catch(() => {});
+  }
 }

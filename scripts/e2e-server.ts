@@ -4,7 +4,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { startEmbeddedPostgres, withDatabase, type EmbeddedDatabase } from '../server/embedded-postgres';
-import { ROOT, stopEmbeddedPostgres } from './database';
+import { dropStaleDatabases, ROOT, stopEmbeddedPostgres } from './database';
 
 // The web server of the Playwright suite: the real `npm start` path (migrations, demo seed,
 // build if missing, web server, workers) on a fresh database of its own, so the browser
@@ -14,7 +14,8 @@ import { ROOT, stopEmbeddedPostgres } from './database';
 
 /** Beside the `npm start` (54329) and Vitest (54330) embedded servers, so all can run at once. */
 const EMBEDDED_PORT = 54331;
-const STALE_AFTER_MS = 3_600_000;
+/** This suite's databases: wp_e2e_<creation time, base 36>_<random hex>. */
+const E2E_DATABASE = /^wp_e2e_([0-9a-z]+)_[0-9a-f]+$/;
 
 function log(line: string): void {
   process.stdout.write(`${'e2e'.padEnd(9)}│ ${line}\n`);
@@ -27,15 +28,6 @@ async function withAdmin<T>(serverUrl: string, fn: (client: pg.Client) => Promis
     return await fn(client);
   } finally {
     await client.end();
-  }
-}
-
-/** Databases of e2e runs killed before they could drop theirs (older than an hour). */
-async function dropStaleDatabases(client: pg.Client): Promise<void> {
-  const { rows } = await client.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname ~ '^wp_e2e_'`);
-  for (const { datname } of rows) {
-    const createdAt = parseInt(datname.split('_')[2] ?? '', 36);
-    if (Date.now() - createdAt > STALE_AFTER_MS) await client.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
   }
 }
 
@@ -54,7 +46,7 @@ async function main(): Promise<number> {
 
   const name = `wp_e2e_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
   await withAdmin(serverUrl, async (client) => {
-    await dropStaleDatabases(client);
+    await dropStaleDatabases(client, E2E_DATABASE);
     await client.query(`CREATE DATABASE "${name}"`);
   });
   log(`fresh database ${name}`);
@@ -77,7 +69,11 @@ async function main(): Promise<number> {
     env: {
       ...process.env,
       DATABASE_URL: databaseUrl,
+      // Asked for explicitly: the specs sign in with the demo logins, and `npm start` seeds
+      // an external database only when asked (this one is fresh, so it is seeded once).
       SEED_DEMO: '1',
+      // The console is served on http://localhost here, never https (which refuses the seed).
+      PUBLIC_URL: '',
       // A session secret of its own, so the run neither reads nor creates a developer's .data/auth-secret.
       AUTH_SECRET: randomBytes(32).toString('base64url'),
       // The seeded poison step's expired lease counts as LEASE_EXPIRED seconds after the
@@ -85,6 +81,9 @@ async function main(): Promise<number> {
       // the caller's environment, so the suite sees the same thing everywhere; specs stage
       // overdue states minutes in the past.
       STUCK_GRACE_SECONDS: '5',
+      // Each browser test stands for a person at a machine of their own, as a reverse proxy
+      // on this host would pass on (e2e/sign-in.ts asDistinctClient): trust loopback's X-Forwarded-For.
+      TRUSTED_PROXIES: 'loopback',
     },
     stdio: 'inherit',
   });

@@ -1,36 +1,28 @@
-import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { createDb, type Db } from '../server/db';
+import { seedDemoOnce, type DemoLogin } from '../prisma/seed';
+import { createDb } from '../server/db';
 import { EnvError, parseEnv, type Env } from '../server/env';
 import { migrate } from '../server/migrator';
+import { readOrCreateSecretFile } from '../server/secret-file';
+import { staleBuild } from './build';
 import { openProductDatabase, redactUrl, ROOT, stopEmbeddedPostgres, type ProductDatabase } from './database';
 import { portInUse } from '../server/embedded-postgres';
 import { Supervisor } from './supervisor';
 
 // `npm start`: the whole product from one command. Database (DATABASE_URL, or an embedded
-// PostgreSQL under .data/), migrations, the demo seed, a build when none exists, then the
-// web server and the workers as child processes, all stopped in order on Ctrl-C.
+// PostgreSQL under .data/), migrations, the demo seed (first start of an embedded database
+// only), a build when none exists or the sources are newer, then the web server and the
+// workers as child processes, all stopped in order on Ctrl-C.
 
-/** How long a child may take to finish what it holds after SIGTERM (workers drain). */
-const STOP_GRACE_MS = 10_000;
+/**
+ * How long a child may take to finish what it holds after SIGTERM: the web server gives
+ * in-flight requests up to 25 s (scripts/web.ts), workers finish the steps they hold.
+ */
+const STOP_GRACE_MS = 30_000;
 const NEXT_CLI = createRequire(import.meta.url).resolve('next/dist/bin/next');
-const WORKER_ENTRY = path.join(ROOT, 'server', 'engine', 'worker.ts');
-const SEED_MODULE = path.join(ROOT, 'prisma', 'seed.ts');
+const WORKER_ENTRY = path.join(ROOT, 'scripts', 'worker.ts');
 const AUTH_SECRET_FILE = path.join(ROOT, '.data', 'auth-secret');
-
-interface DemoLogin {
-  email: string;
-  password: string;
-  role: string;
-}
-
-interface DemoSeedModule {
-  /** Idempotent: every start may call it. */
-  seedDemo(db: Db): Promise<{ logins: DemoLogin[] }>;
-}
 
 function log(line: string): void {
   process.stdout.write(`${'waypost'.padEnd(9)}│ ${line}\n`);
@@ -89,18 +81,12 @@ function describe(error: unknown): string {
   return env.LOG_LEVEL === 'debug' ? (error.stack ?? error.message) : error.message;
 }
 
-async function seedDemo(url: string): Promise<DemoLogin[]> {
-  if (!existsSync(SEED_MODULE)) {
-    log('prisma/seed.ts does not exist yet: no demo data seeded');
-    return [];
-  }
-  const seed = (await import(pathToFileURL(SEED_MODULE).href)) as Partial<DemoSeedModule>;
-  if (typeof seed.seedDemo !== 'function') throw new Error('prisma/seed.ts does not export seedDemo(db)');
-  const db = createDb(url, { poolSize: 2, applicationName: 'waypost-seed' });
+async function seedDemo(url: string, embedded: boolean): Promise<DemoLogin[]> {
+  const db = createDb(url, { poolSize: 4, applicationName: 'waypost-seed' });
   try {
-    const { logins } = await seed.seedDemo(db);
-    log('demo project seeded');
-    return logins;
+    const seeded = await seedDemoOnce(db, { by: 'npm start', embedded, seedDemo: env.SEED_DEMO, publicUrl: env.PUBLIC_URL });
+    log(seeded.message);
+    return seeded.logins;
   } finally {
     await db.$disconnect();
   }
@@ -113,35 +99,20 @@ async function seedDemo(url: string): Promise<DemoLogin[]> {
  */
 function authSecret(): string {
   if (env.AUTH_SECRET) return env.AUTH_SECRET;
-  if (existsSync(AUTH_SECRET_FILE)) {
-    const stored = readFileSync(AUTH_SECRET_FILE, 'utf8').trim();
-    if (stored.length < 32) {
-      throw new Error(`${path.relative(ROOT, AUTH_SECRET_FILE)} holds fewer than 32 characters; delete it to have a new secret generated, or set AUTH_SECRET`);
-    }
-    chmodSync(AUTH_SECRET_FILE, 0o600);
-    return stored;
-  }
-  const secret = randomBytes(32).toString('base64url');
-  mkdirSync(path.dirname(AUTH_SECRET_FILE), { recursive: true });
-  // Written aside, then linked into place: two starts racing on a fresh checkout must
-  // neither each keep a different secret nor read a file the other has half written.
-  const pending = `${AUTH_SECRET_FILE}.${process.pid}`;
-  writeFileSync(pending, `${secret}\n`, { mode: 0o600 });
   try {
-    linkSync(pending, AUTH_SECRET_FILE);
+    const { secret, created } = readOrCreateSecretFile(AUTH_SECRET_FILE);
+    if (created) log(`generated a session secret in ${path.relative(ROOT, AUTH_SECRET_FILE)} (set AUTH_SECRET to choose your own)`);
+    return secret;
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    return authSecret();
-  } finally {
-    rmSync(pending, { force: true });
+    throw new Error(`${error instanceof Error ? error.message : String(error)}, or set AUTH_SECRET`);
   }
-  log(`generated a session secret in ${path.relative(ROOT, AUTH_SECRET_FILE)} (set AUTH_SECRET to choose your own)`);
-  return secret;
 }
 
-async function buildIfMissing(): Promise<void> {
-  if (existsSync(path.join(ROOT, '.next', 'BUILD_ID'))) return;
-  log('no build in .next yet: running next build');
+/** Build when there is no build, or when a source changed since it was made (a pull, an edit). */
+async function buildIfStale(): Promise<void> {
+  const stale = staleBuild(ROOT);
+  if (!stale) return;
+  log(`${stale}: running next build`);
   const exit = await supervisor.start('build', process.execPath, [NEXT_CLI, 'build'], process.env).exited;
   if (exit.code !== 0) throw new Error(`next build failed (exit code ${exit.code ?? exit.signal}); its output is above`);
 }
@@ -202,19 +173,16 @@ async function main(): Promise<void> {
   const url = database.url;
   const migrations = await migrate(url, { log });
   log(`migrations: ${migrations.applied.length} applied, ${migrations.skipped.length} already applied`);
-  const logins = database.embedded || env.SEED_DEMO === '1' ? await seedDemo(url) : [];
+  const logins = await seedDemo(url, database.embedded !== undefined);
   const secret = authSecret();
-  await buildIfMissing();
+  await buildIfStale();
 
   const childEnv = { ...process.env, DATABASE_URL: url, PORT: String(env.PORT), AUTH_SECRET: secret };
-  supervisor.start('web', process.execPath, [NEXT_CLI, 'start', '-p', String(env.PORT)], childEnv);
+  // scripts/web.ts, not `next start`: the client's address comes from the socket.
+  supervisor.start('web', process.execPath, ['--import', 'tsx', path.join(ROOT, 'scripts', 'web.ts')], childEnv);
   let workers = 0;
-  if (env.WORKERS > 0 && !existsSync(WORKER_ENTRY)) {
-    log('server/engine/worker.ts does not exist yet: no workers started');
-  } else {
-    for (; workers < env.WORKERS; workers++) {
-      supervisor.start(`worker-${workers + 1}`, process.execPath, ['--import', 'tsx', WORKER_ENTRY], childEnv);
-    }
+  for (; workers < env.WORKERS; workers++) {
+    supervisor.start(`worker-${workers + 1}`, process.execPath, ['--import', 'tsx', WORKER_ENTRY], childEnv);
   }
 
   const died = supervisor.firstUnexpectedExit();

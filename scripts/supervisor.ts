@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
-import { portInUse, processAlive } from '../server/embedded-postgres';
+import { processAlive } from '../server/embedded-postgres';
 
 // The child processes of `npm start` (the web server and the workers): started with their
 // output labelled, watched for unexpected exits, stopped in order on shutdown, and

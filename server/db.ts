@@ -1,7 +1,7 @@
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
-import { PrismaClient } from './generated/prisma/client';
-import { databaseUrl } from './env';
+import { Prisma, PrismaClient } from './generated/prisma/client';
+import { databaseUrl, env } from './env';
 
 export { Prisma } from './generated/prisma/client';
 export type * from './generated/prisma/client';
@@ -20,12 +20,23 @@ const pools = new WeakMap<Db, pg.Pool>();
  */
 export function createDb(
   url: string,
-  options: { poolSize?: number; applicationName?: string; onError?: (error: Error) => void } = {},
+  options: {
+    poolSize?: number;
+    applicationName?: string;
+    onError?: (error: Error) => void;
+    /** How long a query may wait for a connection (a free one, or a new one to connect); unset: forever. */
+    connectTimeoutMs?: number;
+    /** How long a statement may wait for its answer, client side (a partition answers nothing); unset: forever. */
+    queryTimeoutMs?: number;
+  } = {},
 ): Db {
   const pool = new pg.Pool({
     connectionString: url,
     max: options.poolSize ?? 10,
     application_name: options.applicationName ?? 'waypost',
+    connectionTimeoutMillis: options.connectTimeoutMs,
+    query_timeout: options.queryTimeoutMs,
+    keepAlive: true,
   });
   pool.on('error', options.onError ?? (() => {}));
   const client = new PrismaClient({ adapter: new PrismaPg(pool) });
@@ -41,8 +52,122 @@ export async function closeDb(db: Db): Promise<void> {
 
 const globalForDb = globalThis as unknown as { waypostDb?: Db };
 
+/**
+ * The bounds on waiting for the database (DATABASE_CONNECT_TIMEOUT_SECONDS,
+ * DATABASE_QUERY_TIMEOUT_SECONDS) for the web server's and workers' clients, so that an
+ * unreachable database is an error within seconds, never a hang.
+ */
+export function databaseWaitBounds(): { connectTimeoutMs: number; queryTimeoutMs?: number } {
+  const config = env();
+  return {
+    connectTimeoutMs: config.DATABASE_CONNECT_TIMEOUT_SECONDS * 1000,
+    queryTimeoutMs: config.DATABASE_QUERY_TIMEOUT_SECONDS > 0 ? config.DATABASE_QUERY_TIMEOUT_SECONDS * 1000 : undefined,
+  };
+}
+
 /** The process-wide client for DATABASE_URL (one per process, survives Next.js hot reload). */
 export function db(): Db {
-  globalForDb.waypostDb ??= createDb(databaseUrl(), { applicationName: 'waypost-web' });
+  globalForDb.waypostDb ??= createDb(databaseUrl(), { applicationName: 'waypost-web', ...databaseWaitBounds() });
   return globalForDb.waypostDb;
+}
+
+// ---------------------------------------------------------------------------
+// The engine's hot path: raw SQL as named prepared statements over the client's own pool.
+//
+// Prisma's $queryRaw costs far more per call than the statement does (its query engine
+// and driver adapter, and a fresh plan each time): a worker's claims spend most of their
+// time there. A client made by createDb can be viewed through preparedRaw(), whose
+// $queryRaw/$executeRaw send the very same Prisma.sql text and values over node-postgres
+// as a named prepared statement (parsed and planned once per connection); every other
+// member (models, $transaction) is the Prisma client's own. Results are read as Prisma
+// reads them (int8 as bigint, json parsed, timestamptz as Date), so a claim's code does
+// not know which path ran it.
+
+const POOL = Symbol('waypost.preparedPool');
+/** Distinct statement texts get a name each; past this many (SQL built from lists), unnamed. */
+const MAX_NAMED_STATEMENTS = 1000;
+const statementNames = new Map<string, string>();
+
+function statementName(text: string): string | undefined {
+  let name = statementNames.get(text);
+  if (!name && statementNames.size < MAX_NAMED_STATEMENTS) {
+    name = `wp_${statementNames.size}`;
+    statementNames.set(text, name);
+  }
+  return name;
+}
+
+const parseInt8 = (value: string) => BigInt(value);
+/** Prisma's reading of a raw result: int8 as bigint (node-postgres reads it as a string). */
+const prismaTypes = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === pg.types.builtins.INT8 ? parseInt8 : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+};
+
+type RawArgs = [TemplateStringsArray | Prisma.Sql, ...unknown[]];
+
+function toSql([strings, ...values]: RawArgs): Prisma.Sql {
+  return strings instanceof Prisma.Sql ? strings : Prisma.sql(strings, ...values);
+}
+
+async function runPrepared(on: pg.Pool | pg.PoolClient, args: RawArgs): Promise<pg.QueryResult> {
+  const sql = toSql(args);
+  return on.query({ name: statementName(sql.text), text: sql.text, values: sql.values as unknown[], types: prismaTypes });
+}
+
+function rawOver(on: pg.Pool | pg.PoolClient) {
+  return {
+    $queryRaw: async (...args: RawArgs) => (await runPrepared(on, args)).rows,
+    $executeRaw: async (...args: RawArgs) => (await runPrepared(on, args)).rowCount ?? 0,
+  };
+}
+
+/**
+ * The client's raw SQL as named prepared statements over its own pool (see above);
+ * anything else (a transaction's client, a client not made by createDb) is returned as is.
+ */
+export function preparedRaw<T extends DbTx>(db: T): T {
+  const pool = pools.get(db as unknown as Db);
+  if (!pool) return db;
+  const raw = rawOver(pool);
+  return new Proxy(db, {
+    get(target, prop) {
+      if (prop === POOL) return pool;
+      if (prop === '$queryRaw' || prop === '$executeRaw') return raw[prop];
+      const value = Reflect.get(target, prop, target) as unknown;
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+/**
+ * A transaction of raw statements only, on one pooled connection, for a preparedRaw()
+ * client: BEGIN, `fn`, COMMIT (ROLLBACK if it throws). Null for any other client, whose
+ * caller uses Prisma's $transaction. Inside, only $queryRaw and $executeRaw exist: a model
+ * call there would run outside the transaction, so it is refused.
+ */
+export async function preparedTransaction<T>(db: DbTx, fn: (tx: DbTx) => Promise<T>): Promise<{ value: T } | null> {
+  const pool = (db as unknown as { [POOL]?: pg.Pool })[POOL];
+  if (!pool) return null;
+  const client = await pool.connect();
+  const raw = rawOver(client);
+  const tx = new Proxy({} as DbTx, {
+    get(_, prop) {
+      if (prop === '$queryRaw' || prop === '$executeRaw') return raw[prop];
+      if (typeof prop === 'symbol' || prop === 'then') return undefined;
+      throw new Error(`${prop} is not available inside a raw engine transaction: use $queryRaw`);
+    },
+  });
+  let broken = false;
+  try {
+    await client.query('BEGIN');
+    const value = await fn(tx);
+    await client.query('COMMIT');
+    return { value };
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => (broken = true));
+    throw error;
+  } finally {
+    client.release(broken);
+  }
 }

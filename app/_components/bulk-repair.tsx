@@ -6,13 +6,13 @@ import Papa from 'papaparse';
 import { useEffect, useRef, useState } from 'react';
 import type { StuckReason } from '@/server/repair/stuck-reasons';
 import { useTRPC, useTRPCClient } from '../_trpc/client';
-import type { RouterInputs, RouterOutputs } from '../executions/search';
+import type { RouterInputs, RouterOutputs } from '@/app/_trpc/types';
 import { Badge } from './badges';
 import { INPUT_CLASS } from './filters';
 import { ACTION_MEANS, actionsFor, subjectOf, type BulkActionName } from './stuck-actions';
 
-// Bulk repair of one stuck group (DESIGN.md section 5): choose an action the group's
-// reason allows, count first (a dry run: "this will touch N"), confirm with a reason, then
+// Bulk repair of one stuck group, or of what the Executions page's filters select
+// (DESIGN.md section 5): choose an action the group's reason allows, count first (a dry run: "this will touch N"), confirm with a reason, then
 // watch it run row by row over repair.applyManyLive (server-sent events) with a Stop
 // button; every row's outcome is listed and can be downloaded as CSV. Rows already done
 // when the run stops stay done.
@@ -70,12 +70,15 @@ export function BulkRepair({
   filter,
   reason,
   stepType,
+  actions: offered,
   title,
   onClose,
 }: {
   filter: BulkFilterInput;
-  reason: StuckReason;
+  /** The stuck group's reason; null for an executions filter (then `actions` lists what is offered). */
+  reason: StuckReason | null;
   stepType: string | null;
+  actions?: BulkActionName[];
   /** The group in words, e.g. "WAIT_OVERDUE · Welcome series · Wait for a purchase". */
   title: string;
   onClose: () => void;
@@ -83,7 +86,7 @@ export function BulkRepair({
   const trpc = useTRPC();
   const client = useTRPCClient();
   const queryClient = useQueryClient();
-  const actions = actionsFor(reason, stepType);
+  const actions = offered ?? (reason ? actionsFor(reason, stepType) : []);
   const [action, setAction] = useState<BulkActionName>(actions[0]!);
   const [why, setWhy] = useState('');
   const [stage, setStage] = useState<Stage>({ kind: 'choose' });

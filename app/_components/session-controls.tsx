@@ -8,6 +8,18 @@ import type { ProjectMembership } from '@/server/auth/actor';
 /** Must match server/auth/cookies.ts PROJECT_COOKIE (a client bundle cannot import server code). */
 const PROJECT_COOKIE = 'waypost_project';
 
+/**
+ * Work in this project from now on: the switcher's cookie, then a full load of `then`
+ * (which drops every cached answer of the old project). The server honours the cookie
+ * only for a project the person is a member of.
+ */
+export function chooseProject(projectId: string, then?: string) {
+  const secure = window.location.protocol === 'https:' ? '; Secure' : '';
+  document.cookie = `${PROJECT_COOKIE}=${encodeURIComponent(projectId)}; Path=/; Max-Age=31536000; SameSite=Lax${secure}`;
+  if (then) window.location.assign(then);
+  else window.location.reload();
+}
+
 export function ProjectSwitcher({ memberships, currentProjectId }: { memberships: ProjectMembership[]; currentProjectId: string }) {
   const current = memberships.find((m) => m.projectId === currentProjectId);
   if (memberships.length < 2) {
@@ -27,13 +39,7 @@ export function ProjectSwitcher({ memberships, currentProjectId }: { memberships
         data-testid="current-project"
         aria-label="Project"
         value={currentProjectId}
-        onChange={(event) => {
-          // Not a secret and checked on every request: the server only honours a project
-          // the person belongs to. A full reload drops every cached answer of the old project.
-          const secure = window.location.protocol === 'https:' ? '; Secure' : '';
-          document.cookie = `${PROJECT_COOKIE}=${encodeURIComponent(event.target.value)}; Path=/; Max-Age=31536000; SameSite=Lax${secure}`;
-          window.location.reload();
-        }}
+        onChange={(event) => chooseProject(event.target.value)}
         className="rounded border border-zinc-700 bg-zinc-800 px-1.5 py-0.5 font-medium text-zinc-100 focus:border-zinc-500 focus:outline-none"
       >
         {memberships.map((m) => (

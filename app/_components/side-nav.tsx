@@ -2,19 +2,21 @@
 
 import Link from 'next/link';
 import { usePathname } from 'next/navigation';
+import { atLeast, type Role } from '@/server/auth/roles';
 
-type Role = 'VIEWER' | 'MARKETER' | 'OPERATOR' | 'OWNER';
 
-// The console's sections, each a page (Workflows and Contacts join when their pages do:
-// no section says "soon"). A section with a minimum role is not shown below it: people
-// see only what they may use.
-const SECTIONS: { label: string; href: string; ownerOnly?: boolean }[] = [
+// The console's sections, each a page (no section says "soon"). A section with a minimum
+// role is not shown below it: people see only what they may use.
+const SECTIONS: { label: string; href: string; minRole?: Role; only?: Role }[] = [
   { label: 'Overview', href: '/' },
   { label: 'Stuck', href: '/stuck' },
   { label: 'Executions', href: '/executions' },
+  { label: 'Workflows', href: '/workflows' },
+  { label: 'Contacts', href: '/contacts' },
+  { label: 'Enroll from CSV', href: '/enroll', minRole: 'MARKETER' },
   { label: 'Events', href: '/events' },
   { label: 'Audit', href: '/audit' },
-  { label: 'Settings', href: '/settings', ownerOnly: true },
+  { label: 'Settings', href: '/settings', only: 'OWNER' },
 ];
 
 export function SideNav({ role }: { role: Role }) {
@@ -25,7 +27,7 @@ export function SideNav({ role }: { role: Role }) {
       className="sticky top-11 h-[calc(100vh-2.75rem)] w-48 shrink-0 overflow-y-auto border-r border-zinc-200 bg-white px-2 py-3"
     >
       <ul className="space-y-0.5">
-        {SECTIONS.filter((section) => !section.ownerOnly || role === 'OWNER').map(({ label, href }) => {
+        {SECTIONS.filter((section) => (!section.only || role === section.only) && (!section.minRole || atLeast(role, section.minRole))).map(({ label, href }) => {
           const active = href === '/' ? pathname === '/' : pathname.startsWith(href);
           return (
             <li key={label}>

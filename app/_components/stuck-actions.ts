@@ -1,7 +1,7 @@
 import type { StuckReason } from '@/server/repair/stuck-reasons';
 
 // Which bulk repairs a stuck group is offered, by its reason, in an operator's words. The
-// planner (server/repair/actions.ts) still decides row by row and refuses, with why, a row
+// planner (server/repair/planner.ts) still decides row by row and refuses, with why, a row
 // the action does not fit; this list only keeps actions that can never fit off the menu.
 
 export type BulkActionName =
@@ -42,12 +42,25 @@ const BY_REASON: Record<StuckReason, BulkActionName[]> = {
 /** Steps that branch cannot be skipped (their branch must be chosen: FORCE_TIMEOUT, DELIVER_EVENT). */
 const BRANCHING = ['WAIT_FOR_EVENT', 'CONDITION'];
 
+const skippable = (a: BulkActionName, stepType: string | null) => a !== 'SKIP_STEP' || !stepType || !BRANCHING.includes(stepType);
+
 export function actionsFor(reason: StuckReason, stepType: string | null): BulkActionName[] {
-  return BY_REASON[reason].filter((a) => a !== 'SKIP_STEP' || !stepType || !BRANCHING.includes(stepType));
+  return BY_REASON[reason].filter((a) => skippable(a, stepType));
 }
 
-/** What a group's rows are, for "this will touch N …". */
-export function subjectOf(reason: StuckReason, n: number): string {
-  const word = reason.startsWith('EVENT_') ? 'event' : reason.startsWith('MESSAGE_') ? 'email' : 'execution';
+/** An executions filter's actions: by its one stuck reason if it has one, else any an execution may take. */
+export function actionsForExecutions(reason: StuckReason | null, stepType: string | null): BulkActionName[] {
+  return reason ? actionsFor(reason, stepType) : EXECUTION_ACTIONS.filter((a) => skippable(a, stepType));
+}
+
+/**
+ * What an executions filter with any mix of statuses and stuck reasons may be repaired
+ * with; the planner refuses, row by row with why, a row the chosen action does not fit.
+ */
+const EXECUTION_ACTIONS: BulkActionName[] = ['FORCE_TIMEOUT', 'RESUME_CONTINUATION', 'RETRY_STEP', 'SKIP_STEP', 'CANCEL'];
+
+/** What a group's rows are, for "this will touch N …" (executions, without a reason). */
+export function subjectOf(reason: StuckReason | null, n: number): string {
+  const word = reason?.startsWith('EVENT_') ? 'event' : reason?.startsWith('MESSAGE_') ? 'email' : 'execution';
   return `${n.toLocaleString()} ${word}${n === 1 ? '' : 's'}`;
 }

@@ -22,6 +22,11 @@ export function absoluteTime(at: Date | string | number): string {
   return `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC`;
 }
 
+/** A date and time in the reader's own locale and zone (Settings' tables); "—" for none. */
+export function localDateTime(value: Date | string | null): string {
+  return value ? new Date(value).toLocaleString() : '—';
+}
+
 /** "2 h 14 min", "45 s", "3 d 4 h": the two largest units. */
 export function formatDuration(ms: number): string {
   const s = Math.max(0, Math.round(Math.abs(ms) / 1000));

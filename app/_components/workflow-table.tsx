@@ -1,23 +1,10 @@
 'use client';
 
 import { useQuery } from '@tanstack/react-query';
-import type { inferRouterOutputs } from '@trpc/server';
-import type { AppRouter } from '@/server/trpc/root';
+import Link from 'next/link';
 import { useTRPC } from '../_trpc/client';
+import { STATUS_COLUMNS, type ExecutionStatus, type WorkflowSummary } from './workflow-status';
 import { Freshness, LIVE_REFRESH_MS, LoadError, Panel } from './panel';
-
-type WorkflowSummary = inferRouterOutputs<AppRouter>['workflows']['list'][number];
-type ExecutionStatus = keyof WorkflowSummary['executions'];
-
-// Columns in the order an execution lives them: active first, then how it ended.
-const STATUS_COLUMNS: { status: ExecutionStatus; label: string; tone: string; dot: string }[] = [
-  { status: 'RUNNING', label: 'Running', tone: 'text-sky-700', dot: 'bg-sky-500' },
-  { status: 'WAITING', label: 'Waiting', tone: 'text-amber-700', dot: 'bg-amber-500' },
-  { status: 'COMPLETED', label: 'Completed', tone: 'text-emerald-700', dot: 'bg-emerald-500' },
-  { status: 'EXITED', label: 'Exited', tone: 'text-zinc-700', dot: 'bg-zinc-400' },
-  { status: 'FAILED', label: 'Failed', tone: 'text-red-700 font-semibold', dot: 'bg-red-500' },
-  { status: 'CANCELLED', label: 'Cancelled', tone: 'text-zinc-700', dot: 'bg-zinc-300' },
-];
 
 function useWorkflows() {
   const trpc = useTRPC();
@@ -116,7 +103,9 @@ function WorkflowRow({ workflow }: { workflow: WorkflowSummary }) {
   return (
     <tr className="hover:bg-zinc-50">
       <td className="px-4 py-2">
-        <span className="font-medium">{workflow.name}</span>
+        <Link href={`/workflows/${workflow.id}`} className="font-medium hover:text-sky-700 hover:underline">
+          {workflow.name}
+        </Link>
         {!workflow.enabled && (
           <span className="ml-2 rounded bg-zinc-100 px-1.5 py-0.5 text-[11px] font-medium text-zinc-500 ring-1 ring-zinc-200 ring-inset">
             disabled

@@ -5,7 +5,9 @@ import { createTRPCClient, httpBatchLink, httpSubscriptionLink, splitLink } from
 import { createTRPCContext } from '@trpc/tanstack-react-query';
 import { useState, type ReactNode } from 'react';
 import superjson from 'superjson';
+import { MAX_BATCH_SIZE } from '@/server/trpc/batch';
 import type { AppRouter } from '@/server/trpc/root';
+import { DatabaseBanner } from '../_components/database-banner';
 import { makeQueryClient } from './query-client';
 
 export const { TRPCProvider, useTRPC, useTRPCClient } = createTRPCContext<AppRouter>();
@@ -31,7 +33,7 @@ export function TRPCReactProvider({ children }: { children: ReactNode }) {
         splitLink({
           condition: (op) => op.type === 'subscription',
           true: httpSubscriptionLink({ url: '/api/trpc', transformer: superjson }),
-          false: httpBatchLink({ url: '/api/trpc', transformer: superjson }),
+          false: httpBatchLink({ url: '/api/trpc', transformer: superjson, maxItems: MAX_BATCH_SIZE }),
         }),
       ],
     }),
@@ -39,6 +41,7 @@ export function TRPCReactProvider({ children }: { children: ReactNode }) {
   return (
     <QueryClientProvider client={queryClient}>
       <TRPCProvider trpcClient={trpcClient} queryClient={queryClient}>
+        <DatabaseBanner />
         {children}
       </TRPCProvider>
     </QueryClientProvider>

@@ -11,7 +11,7 @@ import { JsonView } from '../_components/json-view';
 import { Freshness, LIVE_REFRESH_MS, LoadError } from '../_components/panel';
 import { RelativeTime } from '../_components/time';
 import { useTRPC } from '../_trpc/client';
-import type { RouterOutputs } from '../executions/search';
+import type { RouterOutputs } from '@/app/_trpc/types';
 import { AUDIT_SEARCH, type ListAuditInput } from './search';
 
 type Row = RouterOutputs['audit']['list']['items'][number] & { gone: boolean };

@@ -11,9 +11,10 @@ import { JsonView } from '../_components/json-view';
 import { Freshness, LIVE_REFRESH_MS, LoadError } from '../_components/panel';
 import { RelativeTime } from '../_components/time';
 import { useTRPC } from '../_trpc/client';
-import type { RouterOutputs } from '../executions/search';
+import type { RouterOutputs } from '@/app/_trpc/types';
 import { RedriveEvent } from './redrive-event';
 import { EVENT_SEARCH, type ListEventsInput } from './search';
+import { atLeast, type Role } from '@/server/auth/roles';
 
 type Row = RouterOutputs['events']['list']['items'][number] & { gone: boolean };
 
@@ -140,11 +141,10 @@ const COLUMN_CLASS: Record<string, string> = {
   repair: 'w-24 text-right',
 };
 
-type Role = 'VIEWER' | 'MARKETER' | 'OPERATOR' | 'OWNER';
 
 export function EventsView({ role }: { role: Role }) {
   const trpc = useTRPC();
-  const mayRepair = role === 'OPERATOR' || role === 'OWNER';
+  const mayRepair = atLeast(role, 'OPERATOR');
   const [redriving, setRedriving] = useState<{ id: string; name: string; contact: string | null } | null>(null);
   const columns = useMemo(
     () =>

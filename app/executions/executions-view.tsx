@@ -6,12 +6,16 @@ import Link from 'next/link';
 import { useState } from 'react';
 import { STUCK_DESCRIPTIONS, type StuckReason } from '@/server/repair/stuck-reasons';
 import { StatusBadge, StuckBadge } from '../_components/badges';
+import { BulkRepair } from '../_components/bulk-repair';
 import { DataTable, useHeldRows, type Features } from '../_components/data-table';
 import { ChipGroup, Field, FilterBar, INPUT_CLASS, Pager, TextFilter, TimeRange, useUrlInput } from '../_components/filters';
 import { Freshness, LIVE_REFRESH_MS, LoadError } from '../_components/panel';
+import { actionsForExecutions } from '../_components/stuck-actions';
 import { Age, RelativeTime } from '../_components/time';
 import { useTRPC } from '../_trpc/client';
-import { EXECUTION_SEARCH, type ListExecutionsInput, type RouterOutputs } from './search';
+import { EXECUTION_SEARCH, type ListExecutionsInput } from './search';
+import type { RouterOutputs } from '@/app/_trpc/types';
+import { atLeast, type Role } from '@/server/auth/roles';
 
 type Row = RouterOutputs['executions']['list']['items'][number] & { gone: boolean };
 
@@ -83,13 +87,16 @@ const COLUMNS = helper.columns([
 
 const COLUMN_CLASS: Record<string, string> = {
   execution: 'w-24',
+  workflowName: 'whitespace-nowrap',
+  contactEmail: 'whitespace-nowrap',
   status: 'w-32 whitespace-nowrap',
   version: 'w-14 text-right',
   startedAt: 'w-28 whitespace-nowrap',
   updatedAt: 'w-28 whitespace-nowrap',
 };
 
-export function ExecutionsView({ executionReasons }: { executionReasons: StuckReason[] }) {
+
+export function ExecutionsView({ executionReasons, role }: { executionReasons: StuckReason[]; role: Role }) {
   const trpc = useTRPC();
   const { input, setFilter, setPage, clear, replace } = useUrlInput(EXECUTION_SEARCH);
   const listInput = input as ListExecutionsInput;
@@ -107,6 +114,12 @@ export function ExecutionsView({ executionReasons }: { executionReasons: StuckRe
   const held = useHeldRows<Row>(viewKey, list.isPlaceholderData ? undefined : (list.data?.items as Row[] | undefined), pointerInside);
   const filtered = Object.keys(input).some((k) => k !== 'cursor' && k !== 'before');
   const atStart = !input.cursor && !input.before;
+  const mayRepair = atLeast(role, 'OPERATOR');
+  // Bulk repair of what these filters select (all pages, not just this one), opened for the filters it was opened with.
+  const [bulkFor, setBulkFor] = useState<string | null>(null);
+  const { cursor: _cursor, before: _before, limit: _limit, ...selection } = (listInput ?? {}) as Exclude<ListExecutionsInput, void>;
+  const onlyReason = stuck.length === 1 ? (stuck[0] as StuckReason) : null;
+  const stepType = workflow.data?.steps.find((s) => s.id === input.stepId)?.type ?? null;
 
   return (
     <section aria-label="Executions" className="overflow-hidden rounded-md border border-zinc-200 bg-white shadow-xs">
@@ -194,7 +207,41 @@ export function ExecutionsView({ executionReasons }: { executionReasons: StuckRe
         )}
         {pointerInside && <span className="text-zinc-400">Paused while the pointer is over the rows</span>}
         <span className="ml-auto">{list.data && <Freshness updatedAt={list.dataUpdatedAt} fetching={list.isFetching} />}</span>
+        {mayRepair && (
+          <button
+            type="button"
+            disabled={!filtered || bulkFor === viewKey || (list.data?.items.length ?? 0) === 0}
+            title={filtered ? 'Repair every execution these filters select, on every page: a count first, then a reason' : 'Filter first: a bulk repair acts on what the filters select'}
+            onClick={() => setBulkFor(viewKey)}
+            className="inline-flex h-6 items-center rounded border border-zinc-300 bg-white px-2 text-xs font-medium text-zinc-700 shadow-xs hover:border-zinc-400 disabled:cursor-not-allowed disabled:opacity-50"
+          >
+            Repair matching…
+          </button>
+        )}
       </div>
+
+      {mayRepair && bulkFor !== null && (
+        <div className="border-y border-zinc-200 bg-zinc-50 p-3">
+          {bulkFor === viewKey ? (
+            <BulkRepair
+              key={bulkFor}
+              filter={{ executions: selection }}
+              reason={onlyReason}
+              stepType={stepType}
+              actions={actionsForExecutions(onlyReason, stepType)}
+              title={`executions matching: ${describeSelection(selection, workflows.data ?? [], workflow.data?.steps ?? [])}`}
+              onClose={() => setBulkFor(null)}
+            />
+          ) : (
+            <p className="text-xs text-zinc-600">
+              The filters changed, so the bulk repair you opened was closed.{' '}
+              <button type="button" className="text-sky-700 underline" onClick={() => setBulkFor(viewKey)}>
+                Open it for these filters
+              </button>
+            </p>
+          )}
+        </div>
+      )}
 
       {list.error && <LoadError what="the executions" message={list.error.message} />}
       {list.isPending && !list.error && (
@@ -237,4 +284,22 @@ export function ExecutionsView({ executionReasons }: { executionReasons: StuckRe
       )}
     </section>
   );
+}
+
+/** The filters in words, for the bulk repair's title ("Welcome series · WAITING · stuck WAIT_OVERDUE · contact ann…"). */
+function describeSelection(
+  f: Omit<Exclude<ListExecutionsInput, void>, 'cursor' | 'before' | 'limit'>,
+  workflows: { id: string; name: string }[],
+  steps: { id: string; name: string }[],
+): string {
+  const parts = [
+    f.workflowId ? (workflows.find((w) => w.id === f.workflowId)?.name ?? 'a workflow') : null,
+    f.stepId ? `at ${steps.find((s) => s.id === f.stepId)?.name ?? 'a step'}` : null,
+    f.status?.length ? f.status.join('/') : null,
+    f.stuck?.length ? `stuck ${f.stuck.join('/')}` : null,
+    f.contact ? `contact ${f.contact}…` : null,
+    f.since ? `since ${String(f.since)}` : null,
+    f.until ? `until ${String(f.until)}` : null,
+  ];
+  return parts.filter(Boolean).join(' · ');
 }

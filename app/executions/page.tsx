@@ -1,4 +1,7 @@
 import type { Metadata } from 'next';
+import { headers } from 'next/headers';
+import { resolveActor } from '@/server/auth/actor';
+import { db } from '@/server/db';
 import { EVENT_REASONS, STUCK_REASONS } from '@/server/repair/stuck';
 import { listExecutionsInput } from '@/server/trpc/routers/executions.schema';
 import { InvalidLink, PageHeading } from '../_components/invalid-link';
@@ -16,6 +19,7 @@ export const metadata: Metadata = { title: 'Executions' };
  */
 export default async function ExecutionsPage({ searchParams }: { searchParams: Promise<SearchRecord> }) {
   const input = inputFromSearch(await searchParams, EXECUTION_SEARCH);
+  const actor = await resolveActor(db(), await headers());
   const parsed = listExecutionsInput.safeParse(input);
   const executionReasons = STUCK_REASONS.filter((r) => !EVENT_REASONS.includes(r));
   const queryClient = getQueryClient();
@@ -34,7 +38,7 @@ export default async function ExecutionsPage({ searchParams }: { searchParams: P
         <PageHeading title="Executions">
           Every contact&apos;s trip through a workflow, newest first. Filters live in the address bar: share it to share this view.
         </PageHeading>
-        {parsed.success ? <ExecutionsView executionReasons={[...executionReasons]} /> : <InvalidLink issues={issuesOf(parsed.error)} href="/executions" />}
+        {parsed.success ? <ExecutionsView executionReasons={[...executionReasons]} role={actor?.role ?? 'VIEWER'} /> : <InvalidLink issues={issuesOf(parsed.error)} href="/executions" />}
       </div>
     </HydrateClient>
   );

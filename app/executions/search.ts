@@ -1,9 +1,6 @@
-import type { inferRouterInputs, inferRouterOutputs } from '@trpc/server';
-import type { AppRouter } from '@/server/trpc/root';
+import type { RouterInputs } from '@/app/_trpc/types';
 import type { SearchSpec } from '../_components/search-params';
 
-export type RouterInputs = inferRouterInputs<AppRouter>;
-export type RouterOutputs = inferRouterOutputs<AppRouter>;
 
 /** The executions list's URL keys: executions.list's own input fields. */
 export const EXECUTION_SEARCH: SearchSpec = {

@@ -4,7 +4,10 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useRef, useState, type FormEvent } from 'react';
 import { LoadError, Panel } from '../_components/panel';
 import { useTRPC } from '../_trpc/client';
-import { ROLE_OPTIONS, buttonClass, dangerButtonClass, formatTime, inputClass, quietButtonClass, type Role } from './roles';
+import type { Role } from '@/server/auth/roles';
+import { localDateTime } from '../_components/time';
+import { ConfirmAction } from './confirm-action';
+import { ROLE_OPTIONS, buttonClass, inputClass, quietButtonClass } from './controls';
 
 /** The new key, shown until the owner dismisses it: after that it exists only where they pasted it. */
 function NewKey({ name, secret, onDone }: { name: string; secret: string; onDone: () => void }) {
@@ -136,28 +139,25 @@ export function ApiKeysPanel() {
                 <td className="px-2 py-1.5">{key.role}</td>
                 <td className="px-2 py-1.5 font-mono text-[12px]">{key.prefix}…</td>
                 <td className="px-2 py-1.5 whitespace-nowrap tabular-nums" suppressHydrationWarning>
-                  {formatTime(key.createdAt)}
+                  {localDateTime(key.createdAt)}
                 </td>
                 <td className="px-2 py-1.5 whitespace-nowrap tabular-nums" suppressHydrationWarning>
-                  {key.lastUsedAt ? formatTime(key.lastUsedAt) : 'never'}
+                  {key.lastUsedAt ? localDateTime(key.lastUsedAt) : 'never'}
                 </td>
                 <td className="px-4 py-1.5 text-right whitespace-nowrap">
                   {key.revokedAt ? (
-                    <span suppressHydrationWarning>revoked {formatTime(key.revokedAt)}</span>
-                  ) : confirming === key.id ? (
-                    <span className="inline-flex items-center gap-1.5">
-                      <span className="text-zinc-600">Programs using it stop working.</span>
-                      <button type="button" disabled={revoke.isPending} className={dangerButtonClass} onClick={() => revoke.mutate({ id: key.id })}>
-                        Confirm revoke
-                      </button>
-                      <button type="button" className={quietButtonClass} onClick={() => setConfirming(null)}>
-                        Cancel
-                      </button>
-                    </span>
+                    <span suppressHydrationWarning>revoked {localDateTime(key.revokedAt)}</span>
                   ) : (
-                    <button type="button" className={dangerButtonClass} onClick={() => setConfirming(key.id)} aria-label={`Revoke ${key.name}`}>
-                      Revoke
-                    </button>
+                    <ConfirmAction
+                      label="Revoke"
+                      ariaLabel={`Revoke ${key.name}`}
+                      confirmLabel="Confirm revoke"
+                      warning="Programs using it stop working."
+                      open={confirming === key.id}
+                      onOpenChange={(open) => setConfirming(open ? key.id : null)}
+                      pending={revoke.isPending}
+                      onConfirm={(reason) => revoke.mutate({ id: key.id, reason })}
+                    />
                   )}
                 </td>
               </tr>

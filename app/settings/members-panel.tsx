@@ -4,25 +4,27 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { LoadError, Panel } from '../_components/panel';
 import { useTRPC } from '../_trpc/client';
-import { ROLE_OPTIONS, buttonClass, dangerButtonClass, formatTime, inputClass, quietButtonClass, type Role } from './roles';
+import { InvitationsTable, InvitationLinkNotice } from './invitations-table';
+import type { Role } from '@/server/auth/roles';
+import { localDateTime } from '../_components/time';
+import { ConfirmAction } from './confirm-action';
+import { ROLE_OPTIONS, buttonClass, inputClass } from './controls';
 
 export function MembersPanel({ currentUserId }: { currentUserId: string | null }) {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const members = useQuery(trpc.members.list.queryOptions());
   const [confirming, setConfirming] = useState<string | null>(null);
-  const [notice, setNotice] = useState<string | null>(null);
+  /** The link of the invitation just made: in the page's memory only, gone on reload. */
+  const [invited, setInvited] = useState<{ email: string; role: Role; link: string } | null>(null);
   const refresh = () => queryClient.invalidateQueries({ queryKey: trpc.members.list.queryKey() });
+  const refreshInvitations = () => queryClient.invalidateQueries({ queryKey: trpc.members.invitations.queryKey() });
 
   const add = useMutation(
     trpc.members.add.mutationOptions({
-      onSuccess: ({ member, accountCreated }) => {
-        setNotice(
-          accountCreated
-            ? `${member.email} can now sign in as ${member.role} with the password you set.`
-            : `${member.email} already had an account; they sign in with their own password, now as ${member.role} here.`,
-        );
-        void refresh();
+      onSuccess: ({ invitation, link }) => {
+        setInvited({ email: invitation.email, role: invitation.role, link });
+        void refreshInvitations();
       },
     }),
   );
@@ -40,10 +42,9 @@ export function MembersPanel({ currentUserId }: { currentUserId: string | null }
   function submit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
     const form = new FormData(event.currentTarget);
-    const password = String(form.get('password') ?? '');
-    setNotice(null);
+    setInvited(null);
     add.mutate(
-      { email: String(form.get('email') ?? ''), password: password === '' ? undefined : password, role: String(form.get('role')) as Role },
+      { email: String(form.get('email') ?? ''), role: String(form.get('role')) as Role },
       { onSuccess: () => (event.target as HTMLFormElement).reset() },
     );
   }
@@ -54,14 +55,10 @@ export function MembersPanel({ currentUserId }: { currentUserId: string | null }
       labelledBy="members-heading"
       summary={members.data && <span className="text-xs text-zinc-500">{members.data.length}</span>}
     >
-      <form onSubmit={submit} className="flex flex-wrap items-end gap-2 border-b border-zinc-200 px-4 py-3" aria-label="Add a member">
+      <form onSubmit={submit} className="flex flex-wrap items-end gap-2 border-b border-zinc-200 px-4 py-3" aria-label="Invite a member">
         <label className="flex flex-col gap-1">
           <span className="text-xs font-medium text-zinc-600">Email</span>
           <input name="email" type="email" required maxLength={254} className={`${inputClass} w-64`} />
-        </label>
-        <label className="flex flex-col gap-1">
-          <span className="text-xs font-medium text-zinc-600">Password (new accounts only)</span>
-          <input name="password" type="password" minLength={8} maxLength={128} autoComplete="new-password" className={`${inputClass} w-56`} />
         </label>
         <label className="flex flex-col gap-1">
           <span className="text-xs font-medium text-zinc-600">Role</span>
@@ -74,19 +71,20 @@ export function MembersPanel({ currentUserId }: { currentUserId: string | null }
           </select>
         </label>
         <button type="submit" disabled={add.isPending} className={buttonClass}>
-          {add.isPending ? 'Adding…' : 'Add member'}
+          {add.isPending ? 'Inviting…' : 'Invite'}
         </button>
+        <p className="basis-full text-xs text-zinc-500">
+          They join when they open the link and accept, signed in as that email (or after creating an account for it). The link
+          works for 7 days and is shown once.
+        </p>
         {add.error && (
           <p role="alert" className="basis-full text-red-700">
-            Could not add: {add.error.message}
+            Could not invite: {add.error.message}
           </p>
         )}
-        {notice && (
-          <p role="status" className="basis-full text-emerald-800">
-            {notice}
-          </p>
-        )}
+        {invited && <InvitationLinkNotice {...invited} onDismiss={() => setInvited(null)} />}
       </form>
+      <InvitationsTable />
       {members.error && <LoadError what="the members" message={members.error.message} />}
       {changeError && (
         <p role="alert" className="border-b border-zinc-200 px-4 py-2 text-red-700">
@@ -128,33 +126,18 @@ export function MembersPanel({ currentUserId }: { currentUserId: string | null }
                   </select>
                 </td>
                 <td className="px-2 py-1.5 whitespace-nowrap tabular-nums" suppressHydrationWarning>
-                  {formatTime(member.joinedAt)}
+                  {localDateTime(member.joinedAt)}
                 </td>
                 <td className="px-4 py-1.5 text-right whitespace-nowrap">
-                  {confirming === member.userId ? (
-                    <span className="inline-flex items-center gap-1.5">
-                      <button
-                        type="button"
-                        disabled={remove.isPending}
-                        className={dangerButtonClass}
-                        onClick={() => remove.mutate({ userId: member.userId })}
-                      >
-                        Confirm remove
-                      </button>
-                      <button type="button" className={quietButtonClass} onClick={() => setConfirming(null)}>
-                        Cancel
-                      </button>
-                    </span>
-                  ) : (
-                    <button
-                      type="button"
-                      className={dangerButtonClass}
-                      onClick={() => setConfirming(member.userId)}
-                      aria-label={`Remove ${member.email}`}
-                    >
-                      Remove
-                    </button>
-                  )}
+                  <ConfirmAction
+                    label="Remove"
+                    ariaLabel={`Remove ${member.email}`}
+                    confirmLabel="Confirm remove"
+                    open={confirming === member.userId}
+                    onOpenChange={(open) => setConfirming(open ? member.userId : null)}
+                    pending={remove.isPending}
+                    onConfirm={(reason) => remove.mutate({ userId: member.userId, reason })}
+                  />
                 </td>
               </tr>
             ))}

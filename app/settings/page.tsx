@@ -33,6 +33,7 @@ export default async function SettingsPage() {
   await Promise.all([
     queryClient.prefetchQuery(trpc.apiKeys.list.queryOptions()),
     queryClient.prefetchQuery(trpc.members.list.queryOptions()),
+    queryClient.prefetchQuery(trpc.members.invitations.queryOptions()),
   ]);
   return (
     <HydrateClient>

@@ -11,10 +11,10 @@ import { Freshness, LIVE_REFRESH_MS, LoadError } from '../_components/panel';
 import { actionsFor, subjectOf } from '../_components/stuck-actions';
 import { Age, RelativeTime } from '../_components/time';
 import { useTRPC } from '../_trpc/client';
-import type { RouterOutputs } from '../executions/search';
+import type { RouterOutputs } from '@/app/_trpc/types';
 import { STUCK_SEARCH, type StuckGroupsInput } from './search';
+import { atLeast, type Role } from '@/server/auth/roles';
 
-type Role = 'VIEWER' | 'MARKETER' | 'OPERATOR' | 'OWNER';
 type Group = RouterOutputs['repair']['stuckGroups']['groups'][number];
 
 const keyOf = (g: Group) => JSON.stringify([g.reason, g.workflowId, g.stepId, g.errorPattern]);
@@ -58,7 +58,7 @@ export function StuckView({ role }: { role: Role }) {
   );
   const workflows = useQuery(trpc.workflows.list.queryOptions());
   const [selected, setSelected] = useState<Group | null>(null);
-  const mayRepair = role === 'OPERATOR' || role === 'OWNER';
+  const mayRepair = atLeast(role, 'OPERATOR');
   const filtered = Object.keys(input).length > 0;
   const total = groups.data?.groups.reduce((n, g) => n + g.count, 0) ?? 0;
 

@@ -1,13 +1,27 @@
-import type { Db, Role } from '../db';
-import type { Actor } from '../trpc/trpc';
+import type { Db } from '../db';
+import type { Role } from './roles';
 import { API_KEY_PATTERN, hashApiKey } from './api-keys';
 import { authFor } from './auth';
 import { PROJECT_COOKIE, PROJECT_HEADER } from './cookies';
+import { safeDecode } from '../url';
 
 // Who sent a request. Programs send `Authorization: Bearer <api key>`; people carry the
 // session cookie better-auth set at sign-in and work in one project at a time, chosen by
 // the `x-waypost-project` header or the `waypost_project` cookie (the console's project
 // switcher), and only ever one they are a member of.
+
+/** Who is calling, in which project, with which role: a signed-in person or an API key. */
+export interface Actor {
+  kind: 'user' | 'apikey';
+  /** The audit log's actor: "user:<userId>" or "apikey:<apiKeyId>". */
+  id: string;
+  /** For people: their email; for keys: the key's name. Never a secret. */
+  label: string;
+  userId: string | null;
+  apiKeyId: string | null;
+  projectId: string;
+  role: Role;
+}
 
 /** lastUsedAt is a hint for owners ("is this key still in use?"), not a log: one write a minute is enough. */
 const LAST_USED_RESOLUTION_SECONDS = 60;
@@ -57,13 +71,16 @@ export async function touchApiKey(db: Db, apiKeyId: string): Promise<void> {
       AND ("lastUsedAt" IS NULL OR "lastUsedAt" < now() - make_interval(secs => ${LAST_USED_RESOLUTION_SECONDS}))`;
 }
 
-/** The project a request asks for: header first (scripts, tests), then the switcher's cookie. */
-function requestedProjectId(headers: Headers): string | null {
+/**
+ * The project a request asks for: header first (scripts, tests), then the switcher's
+ * cookie. `value` is null for a cookie that is not valid percent-encoding.
+ */
+export function requestedProject(headers: Headers): { via: 'header' | 'cookie'; value: string | null } | null {
   const fromHeader = headers.get(PROJECT_HEADER)?.trim();
-  if (fromHeader) return fromHeader;
+  if (fromHeader) return { via: 'header', value: fromHeader };
   for (const part of (headers.get('cookie') ?? '').split(';')) {
     const [name, ...value] = part.split('=');
-    if (name?.trim() === PROJECT_COOKIE) return decodeURIComponent(value.join('=').trim());
+    if (name?.trim() === PROJECT_COOKIE) return { via: 'cookie', value: safeDecode(value.join('=').trim()) };
   }
   return null;
 }
@@ -113,7 +130,7 @@ export async function signedInPerson(db: Db, headers: Headers): Promise<SignedIn
     select: { projectId: true, role: true, project: { select: { name: true } } },
   });
   const memberships = rows.map((m) => ({ projectId: m.projectId, projectName: m.project.name, role: m.role }));
-  const requested = requestedProjectId(headers);
+  const requested = requestedProject(headers)?.value;
   return {
     userId: session.user.id,
     email: session.user.email,

@@ -88,7 +88,7 @@ export type RevokeApiKeyResult =
  */
 export async function revokeApiKey(
   db: Db,
-  input: { projectId: string; id: string; actor: AuditActor },
+  input: { projectId: string; id: string; actor: AuditActor; reason?: string | null },
 ): Promise<RevokeApiKeyResult> {
   return db.$transaction(async (tx) => {
     const revoked = await tx.apiKey.updateMany({
@@ -96,7 +96,7 @@ export async function revokeApiKey(
       data: { revokedAt: new Date() },
     });
     const key = await tx.apiKey.findFirst({ where: { id: input.id, projectId: input.projectId }, select: API_KEY_SUMMARY });
-    const audit = { projectId: input.projectId, actor: input.actor, action: 'apiKeys.revoke', targetType: 'apiKey', targetId: input.id };
+    const audit = { projectId: input.projectId, actor: input.actor, action: 'apiKeys.revoke', targetType: 'apiKey', targetId: input.id, reason: input.reason ?? null };
     if (!key) {
       await writeAudit(tx, { ...audit, outcome: 'REJECTED', after: { error: 'NOT_FOUND' } });
       return { outcome: 'NOT_FOUND' };
@@ -284,10 +284,10 @@ export async function setMemberRole(
 /** Take a person out of a project. Their account stays (they may belong to others). */
 export async function removeMember(
   db: Db,
-  input: { projectId: string; userId: string; actor: AuditActor },
+  input: { projectId: string; userId: string; actor: AuditActor; reason?: string | null },
 ): Promise<MemberChangeResult> {
   return db.$transaction(async (tx) => {
-    const audit = { projectId: input.projectId, actor: input.actor, action: 'members.remove', targetType: 'member', targetId: input.userId };
+    const audit = { projectId: input.projectId, actor: input.actor, action: 'members.remove', targetType: 'member', targetId: input.userId, reason: input.reason ?? null };
     const locked = await lockOwnersAndTarget(tx, input.projectId, input.userId);
     const before = await memberOf(tx, input.projectId, input.userId);
     if (!before) {

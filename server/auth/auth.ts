@@ -2,7 +2,7 @@ import { betterAuth } from 'better-auth';
 import { prismaAdapter } from 'better-auth/adapters/prisma';
 import type { Db } from '../db';
 import { env, EnvError, type Env } from '../env';
-import { AUTH_COOKIE_PREFIX } from './cookies';
+import { AUTH_COOKIE_PREFIX, HOST_COOKIE_PREFIX } from './cookies';
 
 // People sign in with better-auth: email + password (its default scrypt hash), a session
 // row in PostgreSQL and an httpOnly SameSite=Lax cookie holding only the session token.
@@ -35,15 +35,21 @@ export function authSettings(config: Env = env()): AuthSettings {
       'AUTH_SECRET is not set. Start the product with `npm start` (which generates one in .data/auth-secret), or set AUTH_SECRET to at least 32 random characters (e.g. `openssl rand -base64 32`).',
     );
   }
-  const local = [`http://localhost:${config.PORT}`, `http://127.0.0.1:${config.PORT}`];
-  return {
-    secret: config.AUTH_SECRET,
-    baseURL: config.PUBLIC_URL ?? local[0]!,
-    trustedOrigins: config.PUBLIC_URL ? [config.PUBLIC_URL] : local,
-  };
+  const trustedOrigins = consoleOrigins(config);
+  return { secret: config.AUTH_SECRET, baseURL: trustedOrigins[0]!, trustedOrigins };
+}
+
+/**
+ * The origins the console is served from: PUBLIC_URL's, or localhost and 127.0.0.1 on PORT.
+ * Sign-in accepts requests from these only, and so do signed-in tRPC mutations
+ * (server/trpc/http.ts sameOriginRefusal).
+ */
+export function consoleOrigins(config: Env = env()): string[] {
+  return config.PUBLIC_URL ? [config.PUBLIC_URL] : [`http://localhost:${config.PORT}`, `http://127.0.0.1:${config.PORT}`];
 }
 
 export function createAuth(db: Db, settings: AuthSettings) {
+  const https = settings.baseURL.startsWith('https://');
   return betterAuth({
     appName: 'Waypost',
     secret: settings.secret,
@@ -78,10 +84,15 @@ export function createAuth(db: Db, settings: AuthSettings) {
       storage: 'memory',
     },
     advanced: {
-      cookiePrefix: AUTH_COOKIE_PREFIX,
-      // Secure exactly when the console is served over https (PUBLIC_URL); on
-      // http://localhost a Secure cookie would never be sent back.
-      useSecureCookies: settings.baseURL.startsWith('https://'),
+      // Over https (PUBLIC_URL), __Host-waypost.session_token: the browser then only accepts
+      // it Secure, for Path=/ and without a Domain, so a sibling subdomain (or a plain-http
+      // page on the same host) cannot plant or overwrite a session cookie for the console.
+      // better-auth's own useSecureCookies would give the weaker __Secure- prefix, so it is
+      // off and Secure is set here. On http://localhost a Secure cookie would never be sent
+      // back: plain waypost.session_token there.
+      ...(https
+        ? { cookiePrefix: `${HOST_COOKIE_PREFIX}${AUTH_COOKIE_PREFIX}`, useSecureCookies: false, defaultCookieAttributes: { secure: true, path: '/' } }
+        : { cookiePrefix: AUTH_COOKIE_PREFIX, useSecureCookies: false }),
       // better-auth skips its Origin check under NODE_ENV=test; tests must see what
       // production does, so it is on everywhere.
       disableOriginCheck: false,

@@ -4,8 +4,11 @@
 /** better-auth's cookie prefix: cookies are waypost.session_token and the like. */
 export const AUTH_COOKIE_PREFIX = 'waypost';
 
-/** The session cookie, plain on http://localhost and __Secure- prefixed over https. */
-export const SESSION_COOKIE_NAMES = [`${AUTH_COOKIE_PREFIX}.session_token`, `__Secure-${AUTH_COOKIE_PREFIX}.session_token`];
+/** The prefix of the cookies better-auth sets over https (server/auth/auth.ts says why). */
+export const HOST_COOKIE_PREFIX = '__Host-';
+
+/** The session cookie, plain on http://localhost and __Host- prefixed over https. */
+export const SESSION_COOKIE_NAMES = [`${AUTH_COOKIE_PREFIX}.session_token`, `${HOST_COOKIE_PREFIX}${AUTH_COOKIE_PREFIX}.session_token`];
 
 /** The console's project switcher: the id of the project a person works in. */
 export const PROJECT_COOKIE = 'waypost_project';

@@ -7,10 +7,14 @@ import type { DbTx } from '../db';
 
 export type AuditOutcome = 'APPLIED' | 'LOST' | 'REJECTED' | 'FAILED';
 
-export interface AuditInput {
+/** Who a manual action is by, and the project it acts in: what every audited change takes. */
+export interface Acting {
   projectId: string;
   /** "user:<id>", "apikey:<id>", "system" */
   actor: string;
+}
+
+export interface AuditInput extends Acting {
   /** e.g. "enrollments.enroll", "repair.FORCE_TIMEOUT" */
   action: string;
   targetType: string;

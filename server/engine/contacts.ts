@@ -28,13 +28,6 @@ export async function upsertContact(
   return rows[0]!;
 }
 
-/** The contact of a project by email (any case), if it exists. */
-export async function findContactByEmail(db: DbTx, projectId: string, email: string): Promise<{ id: string } | null> {
-  const rows = await db.$queryRaw<{ id: string }[]>`
-    SELECT id FROM "Contact" WHERE "projectId" = ${projectId}::uuid AND lower(email) = lower(${email.trim()})`;
-  return rows[0] ?? null;
-}
-
 /**
  * The contact an API call names: by id (which must belong to the project, else null: a
  * foreign id is as good as absent) or by email (created if new, data merged).
@@ -52,4 +45,80 @@ export async function resolveContact(
   }
   if (who.email) return (await upsertContact(db, projectId, who.email, who.data)).id;
   return 'none';
+}
+
+export interface ContactState {
+  id: string;
+  email: string;
+  data: Record<string, unknown>;
+  subscribed: boolean;
+  updatedAt: Date;
+}
+
+/**
+ * Why a contact change did not happen: no such contact in the project, or (with an
+ * expected updatedAt) someone changed the contact since the editor read it.
+ */
+export type ContactChangeRefusal = { reason: 'CONTACT_NOT_FOUND' } | { reason: 'CONTACT_CHANGED'; current: ContactState };
+
+export type ContactChange = { ok: true; before: ContactState; after: ContactState } | ({ ok: false } & ContactChangeRefusal);
+
+/**
+ * Replace a contact's data as a whole (the console's JSON editor). With `expectedUpdatedAt`
+ * it is a compare-and-swap on the updatedAt the editor read: a save over a change made
+ * meanwhile (by a person, the API or an UPDATE_CONTACT step) loses instead of silently
+ * discarding it. updatedAt moves strictly forward, so two writes in one millisecond
+ * cannot leave the fence where it was.
+ */
+export async function replaceContactData(
+  db: DbTx,
+  projectId: string,
+  id: string,
+  data: Record<string, unknown>,
+  expectedUpdatedAt: Date | null,
+): Promise<ContactChange> {
+  return changeContact(db, projectId, id, expectedUpdatedAt, (before) => {
+    return db.$queryRaw<ContactState[]>`
+      UPDATE "Contact"
+         SET data = ${JSON.stringify(data)}::jsonb,
+             "updatedAt" = greatest(now(), "updatedAt" + interval '1 millisecond')
+       WHERE id = ${id}::uuid AND "projectId" = ${projectId}::uuid AND "updatedAt" = ${before.updatedAt}::timestamptz
+      RETURNING id, email, data, subscribed, "updatedAt"`;
+  });
+}
+
+/** Subscribe or unsubscribe a contact (no expectation: the last word is the one wanted). */
+export async function setContactSubscribed(db: DbTx, projectId: string, id: string, subscribed: boolean): Promise<ContactChange> {
+  return changeContact(db, projectId, id, null, (before) => {
+    return db.$queryRaw<ContactState[]>`
+      UPDATE "Contact"
+         SET subscribed = ${subscribed},
+             "updatedAt" = CASE WHEN subscribed = ${subscribed} THEN "updatedAt" ELSE greatest(now(), "updatedAt" + interval '1 millisecond') END
+       WHERE id = ${id}::uuid AND "projectId" = ${projectId}::uuid AND "updatedAt" = ${before.updatedAt}::timestamptz
+      RETURNING id, email, data, subscribed, "updatedAt"`;
+  });
+}
+
+/**
+ * Read the contact locked (FOR UPDATE: a concurrent writer waits for this transaction
+ * instead of slipping between the read and the write), check the expectation, then write.
+ */
+async function changeContact(
+  db: DbTx,
+  projectId: string,
+  id: string,
+  expectedUpdatedAt: Date | null,
+  write: (before: ContactState) => Promise<ContactState[]>,
+): Promise<ContactChange> {
+  const [before] = await db.$queryRaw<ContactState[]>`
+    SELECT id, email, data, subscribed, "updatedAt"
+      FROM "Contact" WHERE id = ${id}::uuid AND "projectId" = ${projectId}::uuid
+       FOR UPDATE`;
+  if (!before) return { ok: false, reason: 'CONTACT_NOT_FOUND' };
+  if (expectedUpdatedAt && before.updatedAt.getTime() !== expectedUpdatedAt.getTime()) {
+    return { ok: false, reason: 'CONTACT_CHANGED', current: before };
+  }
+  const [after] = await write(before);
+  // Locked since the read, so the write cannot miss it.
+  return { ok: true, before, after: after! };
 }

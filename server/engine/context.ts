@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import type { DbTx } from '../db';
+import { preparedRaw, type DbTx } from '../db';
 import { logTransport, type MailTransport } from './transport';
 
 // What every engine operation needs: a database, the tunables, who is acting (for
-// leases and logs) and where mail goes. Built once per process.
+// leases and logs) and where mail goes. Built once per process. A client of its own
+// (createDb's) sends the claims' SQL as named prepared statements (server/db.ts,
+// preparedRaw); a caller's transaction is used as it is.
 
 export interface EngineConfig {
   leaseSeconds: number;
@@ -42,7 +44,7 @@ export function createEngineContext(
   overrides: Partial<Omit<EngineContext, 'db' | 'config'>> & { config?: Partial<EngineConfig> } = {},
 ): EngineContext {
   return {
-    db,
+    db: preparedRaw(db),
     config: { ...DEFAULT_ENGINE_CONFIG, ...overrides.config },
     owner: overrides.owner ?? `engine:${process.pid}:${randomUUID().slice(0, 8)}`,
     transport: overrides.transport ?? logTransport(() => {}),

@@ -122,7 +122,6 @@ export const workflowInput = z
   });
 
 export type WorkflowInput = z.input<typeof workflowInput>;
-export type WorkflowDefinition = z.output<typeof workflowInput>;
 
 interface GraphIssue {
   message: string;

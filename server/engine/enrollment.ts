@@ -1,5 +1,8 @@
-import type { DbTx } from '../db';
+import type { Db, DbTx } from '../db';
+import { writeAudit, type Acting } from './audit';
 import { insertExecutions } from './claims';
+import { inEngineTransaction } from './transaction';
+import { notifyWorkers } from './wakeup';
 
 // One enrollment function for every entry point: the API, the console, CSV import and
 // tracked events. It takes a batch (one row for a single enrollment, up to a chunk of a
@@ -52,6 +55,28 @@ interface Blocking {
 export async function enroll(db: DbTx, input: EnrollInput): Promise<EnrollResult> {
   const [result] = await enrollBatch(db, input.projectId, input.workflowId, [input]);
   return result!;
+}
+
+/**
+ * enrollments.enroll: enroll one contact with the call's audit entry in the same
+ * transaction, accepted or refused, then wake the workers for it.
+ */
+export async function enrollAudited(db: Db, by: Acting, input: Omit<EnrollInput, 'projectId'>): Promise<EnrollResult> {
+  const result = await inEngineTransaction(db, async (tx) => {
+    const r = await enroll(tx, { ...input, projectId: by.projectId });
+    await writeAudit(tx, {
+      ...by,
+      action: 'enrollments.enroll',
+      targetType: r.ok ? 'execution' : 'workflow',
+      targetId: r.ok ? r.executionId : input.workflowId,
+      outcome: r.ok ? 'APPLIED' : 'REJECTED',
+      before: { workflowId: input.workflowId, contactId: input.contactId ?? null, email: input.email ?? null },
+      after: r,
+    });
+    return r;
+  });
+  if (result.ok) await notifyWorkers(db).catch(() => {});
+  return result;
 }
 
 /** The executions that keep these contacts out of the workflow, or that these events made. */

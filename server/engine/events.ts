@@ -1,4 +1,5 @@
-import type { DbTx } from '../db';
+import type { Db, DbTx } from '../db';
+import { writeAudit, type Acting } from './audit';
 import {
   claimDueEvents,
   claimEventDispatch,
@@ -9,9 +10,11 @@ import {
   type EventRow,
 } from './claims';
 import { resolveContact } from './contacts';
-import type { EngineContext } from './context';
+import { createEngineContext, DEFAULT_ENGINE_CONFIG, type EngineContext } from './context';
 import { enroll, type EnrollResult } from './enrollment';
-import { continueAfterWait, eventContextPatch, type ResumeResult } from './runner';
+import { eventContextPatch } from './event-context';
+import { continueAfterWait, type ResumeResult } from './runner';
+import { inEngineTransaction } from './transaction';
 import { notifyWorkers } from './wakeup';
 
 // Tracked events go through an outbox: the event row is stored first (accepted means
@@ -47,6 +50,41 @@ export async function trackEvent(
       // Stored is what counts: the sweeper re-dispatches it.
       ctx.log('warn', 'inline dispatch failed; the sweeper will retry', { eventId: stored.eventId, error: String(error) });
     }
+  }
+  return stored;
+}
+
+/**
+ * events.track: store an event with its audit entry in one transaction (accepted means
+ * durable), then dispatch it inline: enroll into workflows it triggers, resume the
+ * contact's waits for it. If that dispatch fails, the outbox sweeper retries it.
+ */
+export async function trackEventAudited(db: Db, by: Acting, input: Omit<TrackEventInput, 'projectId'>): Promise<TrackEventResult> {
+  const stored = await inEngineTransaction(db, async (tx) => {
+    const r = await storeEvent(
+      tx,
+      { ...input, projectId: by.projectId },
+      // The sweeper leaves a new event alone this long: the inline dispatch below has it.
+      DEFAULT_ENGINE_CONFIG.inlineDispatchSeconds,
+    );
+    await writeAudit(tx, {
+      ...by,
+      action: 'events.track',
+      targetType: 'event',
+      targetId: r.ok ? r.eventId : (input.contactId ?? input.name),
+      outcome: r.ok ? 'APPLIED' : 'REJECTED',
+      after: r.ok ? { name: input.name, duplicate: r.duplicate, idempotencyKey: input.idempotencyKey ?? null } : r,
+    });
+    return r;
+  });
+  if (stored.ok && !stored.duplicate) {
+    const engine = createEngineContext(db, { owner: `api:${process.pid}` });
+    const summary = await dispatchEvent(engine, stored.eventId).catch((error: unknown) => {
+      console.warn(`events.track: inline dispatch of ${stored.eventId} failed; the sweeper will retry:`, error);
+      return null;
+    });
+    // Dispatch wakes workers for its enrollments itself; resumed waits need it here.
+    if (summary?.resumed.some((r) => r.result.resumed)) await notifyWorkers(db).catch(() => {});
   }
   return stored;
 }

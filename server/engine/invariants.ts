@@ -12,7 +12,8 @@ export interface InvariantCheck {
   title: string;
   /** What a violation is, in the words an operator would use. */
   violation: string;
-  count(db: DbTx): Promise<number>;
+  /** Violations in one project (its console's health panel), or in the whole deployment (null: tests, drills, the CLI). */
+  count(db: DbTx, projectId: string | null): Promise<number>;
 }
 
 export interface InvariantResult {
@@ -20,6 +21,11 @@ export interface InvariantResult {
   title: string;
   violation: string;
   violations: number;
+}
+
+/** `AND <column> = projectId`, or nothing for the whole deployment. */
+function inProject(column: Prisma.Sql, projectId: string | null): Prisma.Sql {
+  return projectId ? Prisma.sql`AND ${column} = ${projectId}::uuid` : Prisma.empty;
 }
 
 async function scalar(rows: Promise<{ n: bigint | number }[]>): Promise<number> {
@@ -48,30 +54,32 @@ export const INVARIANTS: readonly InvariantCheck[] = [
     id: 'I1',
     title: 'One active execution per workflow and contact',
     violation: '(workflow, contact) pairs with more than one RUNNING or WAITING execution',
-    count: (db) =>
+    count: (db, p) =>
       scalar(db.$queryRaw`
         SELECT count(*) AS n FROM (
           SELECT 1 FROM "WorkflowExecution"
-           WHERE status IN ('RUNNING', 'WAITING')
+           WHERE status IN ('RUNNING', 'WAITING') ${inProject(Prisma.sql`"projectId"`, p)}
            GROUP BY "workflowId", "contactId" HAVING count(*) > 1) v`),
   },
   {
     id: 'I2',
     title: 'One step-execution row per execution and step',
     violation: '(execution, step) pairs with more than one step-execution row',
-    count: (db) =>
+    count: (db, p) =>
       scalar(db.$queryRaw`
         SELECT count(*) AS n FROM (
-          SELECT 1 FROM "StepExecution" GROUP BY "executionId", "stepId" HAVING count(*) > 1) v`),
+          SELECT 1 FROM "StepExecution" s JOIN "WorkflowExecution" e ON e.id = s."executionId"
+           WHERE true ${inProject(Prisma.sql`e."projectId"`, p)}
+           GROUP BY s."executionId", s."stepId" HAVING count(*) > 1) v`),
   },
   {
     id: 'I3',
     title: 'Enrollment idempotent per workflow and source event',
     violation: '(workflow, source event) pairs enrolled more than once',
-    count: (db) =>
+    count: (db, p) =>
       scalar(db.$queryRaw`
         SELECT count(*) AS n FROM (
-          SELECT 1 FROM "WorkflowExecution" WHERE "sourceEventId" IS NOT NULL
+          SELECT 1 FROM "WorkflowExecution" WHERE "sourceEventId" IS NOT NULL ${inProject(Prisma.sql`"projectId"`, p)}
            GROUP BY "workflowId", "sourceEventId" HAVING count(*) > 1) v`),
   },
   {
@@ -83,12 +91,12 @@ export const INVARIANTS: readonly InvariantCheck[] = [
     // Counted from what the step rows and the audit log record, never from the path the
     // execution took afterwards: two branches may legally merge (EVENT -> A and
     // TIMEOUT -> B -> A), so "both branch targets have step rows" proves nothing.
-    count: (db) =>
+    count: (db, p) =>
       scalar(db.$queryRaw`
         SELECT count(*) AS n
           FROM "StepExecution" w
           JOIN "WorkflowStep" ws ON ws.id = w."stepId" AND ws.type IN ('WAIT_FOR_EVENT', 'DELAY')
-          JOIN "WorkflowExecution" e ON e.id = w."executionId"
+          JOIN "WorkflowExecution" e ON e.id = w."executionId" ${inProject(Prisma.sql`e."projectId"`, p)}
          WHERE (w.status = 'COMPLETED' AND w."resolvedBy" IS NULL)
             -- half-written resolutions
             OR (w."resolvedBy" IS NULL AND (w."resolvedAt" IS NOT NULL OR w."resolvedBranch" IS NOT NULL OR w."resumeEventId" IS NOT NULL))
@@ -121,21 +129,22 @@ export const INVARIANTS: readonly InvariantCheck[] = [
     id: 'I5',
     title: 'An email is sent at most once per step execution',
     violation: 'step executions with more than one message',
-    count: (db) =>
+    count: (db, p) =>
       scalar(db.$queryRaw`
         SELECT count(*) AS n FROM (
-          SELECT 1 FROM "Message" GROUP BY "stepExecutionId" HAVING count(*) > 1) v`),
+          SELECT 1 FROM "Message" WHERE true ${inProject(Prisma.sql`"projectId"`, p)}
+           GROUP BY "stepExecutionId" HAVING count(*) > 1) v`),
   },
   {
     id: 'I6',
     title: 'Stale writers lose',
     violation:
       'step executions still RUNNING or WAITING although their execution has moved on (a stale writer won)',
-    count: (db) =>
+    count: (db, p) =>
       scalar(db.$queryRaw`
         SELECT count(*) AS n
           FROM "StepExecution" s
-          JOIN "WorkflowExecution" e ON e.id = s."executionId"
+          JOIN "WorkflowExecution" e ON e.id = s."executionId" ${inProject(Prisma.sql`e."projectId"`, p)}
          WHERE s.status IN ('RUNNING', 'WAITING')
            AND (e.status NOT IN ('RUNNING', 'WAITING') OR e."currentStepId" IS DISTINCT FROM s."stepId")`),
   },
@@ -148,21 +157,23 @@ export const INVARIANTS: readonly InvariantCheck[] = [
     // Everything else is either moving (the workers take it) or listed by a stuck reason
     // (server/repair/stuck.ts): a pending event (EVENT_PENDING), a dead one (EVENT_DEAD),
     // an email left SENDING past its lease (MESSAGE_UNCONFIRMED) or FAILED (MESSAGE_FAILED).
-    count: (db) =>
+    count: (db, p) =>
       scalar(db.$queryRaw`
         SELECT
           (SELECT count(*) FROM "WorkflowExecution" e
-            WHERE (e.status = 'RUNNING' AND e."readyAt" IS NULL)
+            WHERE ((e.status = 'RUNNING' AND e."readyAt" IS NULL)
                OR (e.status = 'WAITING' AND NOT EXISTS (
                      SELECT 1 FROM "StepExecution" s
                       WHERE s."executionId" = e.id AND s."stepId" = e."currentStepId" AND s.status = 'WAITING')))
+              ${inProject(Prisma.sql`e."projectId"`, p)})
           +
-          (SELECT count(*) FROM "Event" ev WHERE ev."processedAt" IS NOT NULL AND ev."deadAt" IS NOT NULL)
+          (SELECT count(*) FROM "Event" ev WHERE ev."processedAt" IS NOT NULL AND ev."deadAt" IS NOT NULL ${inProject(Prisma.sql`ev."projectId"`, p)})
           +
-          (SELECT count(*) FROM "Message" m WHERE m.status = 'SENDING' AND m."leaseExpiresAt" IS NULL)
+          (SELECT count(*) FROM "Message" m WHERE m.status = 'SENDING' AND m."leaseExpiresAt" IS NULL ${inProject(Prisma.sql`m."projectId"`, p)})
           +
           (SELECT count(*) FROM "StepExecution" s
              JOIN "WorkflowStep" ws ON ws.id = s."stepId" AND ws.type = 'SEND_EMAIL'
+             JOIN "WorkflowExecution" e ON e.id = s."executionId" ${inProject(Prisma.sql`e."projectId"`, p)}
             WHERE s.status = 'COMPLETED' AND s.output->>'queued' = 'true'
               AND NOT EXISTS (SELECT 1 FROM "Message" m WHERE m."stepExecutionId" = s.id))
           AS n`),
@@ -176,18 +187,18 @@ export const INVARIANTS: readonly InvariantCheck[] = [
     // Each change is matched to the entry its own action writes (server/repair/actions.ts:
     // action "repair.<ACTION>" on the execution, naming the step; waits.resolve; message
     // repairs on the message), never to just any entry on the execution.
-    count: (db) =>
+    count: (db, p) =>
       scalar(db.$queryRaw`
         SELECT
           (SELECT count(*) FROM "WorkflowExecution" e
-            WHERE e.status = 'CANCELLED'
+            WHERE e.status = 'CANCELLED' ${inProject(Prisma.sql`e."projectId"`, p)}
               AND NOT EXISTS (SELECT 1 FROM "AuditEntry" a
                                WHERE a."projectId" = e."projectId" AND a."targetId" = e.id::text
                                  AND a.action = 'repair.CANCEL' AND a.outcome = 'APPLIED'))
           +
           (SELECT count(*) FROM "StepExecution" w
              JOIN "WorkflowStep" ws ON ws.id = w."stepId"
-             JOIN "WorkflowExecution" e ON e.id = w."executionId"
+             JOIN "WorkflowExecution" e ON e.id = w."executionId" ${inProject(Prisma.sql`e."projectId"`, p)}
             WHERE w."resolvedBy" = 'OPERATOR'
               AND NOT EXISTS (SELECT 1 FROM "AuditEntry" a
                                WHERE a."projectId" = e."projectId" AND a."targetId" = e.id::text AND a.outcome = 'APPLIED'
@@ -196,7 +207,7 @@ export const INVARIANTS: readonly InvariantCheck[] = [
           +
           (SELECT count(*) FROM "StepExecution" s
              JOIN "WorkflowStep" ws ON ws.id = s."stepId"
-             JOIN "WorkflowExecution" e ON e.id = s."executionId"
+             JOIN "WorkflowExecution" e ON e.id = s."executionId" ${inProject(Prisma.sql`e."projectId"`, p)}
             WHERE s.status = 'SKIPPED' AND s.output ? 'skipped'
               AND NOT EXISTS (SELECT 1 FROM "AuditEntry" a
                                WHERE a."projectId" = e."projectId" AND a."targetId" = e.id::text AND a.outcome = 'APPLIED'
@@ -205,14 +216,14 @@ export const INVARIANTS: readonly InvariantCheck[] = [
           -- Only an operator's retry puts a step row back to PENDING (retryStep).
           (SELECT count(*) FROM "StepExecution" s
              JOIN "WorkflowStep" ws ON ws.id = s."stepId"
-             JOIN "WorkflowExecution" e ON e.id = s."executionId"
+             JOIN "WorkflowExecution" e ON e.id = s."executionId" ${inProject(Prisma.sql`e."projectId"`, p)}
             WHERE s.status = 'PENDING'
               AND NOT EXISTS (SELECT 1 FROM "AuditEntry" a
                                WHERE a."projectId" = e."projectId" AND a."targetId" = e.id::text AND a.outcome = 'APPLIED'
                                  AND a.action = 'repair.RETRY_STEP' AND ${namesStep(Prisma.sql`s`, Prisma.sql`ws`)}))
           +
           (SELECT count(*) FROM "Message" m
-            WHERE m.status = 'ABANDONED'
+            WHERE m.status = 'ABANDONED' ${inProject(Prisma.sql`m."projectId"`, p)}
               AND NOT EXISTS (SELECT 1 FROM "AuditEntry" a
                                WHERE a."projectId" = m."projectId" AND a."targetId" = m.id::text
                                  AND a.action = 'repair.GIVE_UP' AND a.outcome = 'APPLIED'))
@@ -220,11 +231,14 @@ export const INVARIANTS: readonly InvariantCheck[] = [
   },
 ];
 
-/** Every invariant with its violation count. */
-export async function checkInvariants(db: DbTx): Promise<InvariantResult[]> {
+/**
+ * Every invariant with its violation count: in one project (`projectId`: what a project's
+ * members may see), or, without it, in the whole deployment (tests, drills, the CLI).
+ */
+export async function checkInvariants(db: DbTx, opts: { projectId?: string | null } = {}): Promise<InvariantResult[]> {
   const results: InvariantResult[] = [];
   for (const inv of INVARIANTS) {
-    results.push({ id: inv.id, title: inv.title, violation: inv.violation, violations: await inv.count(db) });
+    results.push({ id: inv.id, title: inv.title, violation: inv.violation, violations: await inv.count(db, opts.projectId ?? null) });
   }
   return results;
 }

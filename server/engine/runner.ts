@@ -14,19 +14,20 @@ import {
   renewLease,
   type CompleteResult,
   type ParkResult,
-  type ResumeEvent,
   type StepClaim,
   type WaitClaim,
   type WaitResolver,
   type WaitState,
 } from './claims';
 import type { EngineContext } from './context';
+import { eventContextPatch, readEventContext } from './event-context';
 import { runStep, type StepOutcome } from './steps';
 import { inEngineTransaction } from './transaction';
-import { loadWorkflowGraph, nextStepId, stepOf, type WorkflowGraph } from './workflows';
+import { nextStepId, stepOf, type WorkflowGraph } from './workflow-graph';
+import { loadWorkflowGraph } from './workflows';
 
 // Turning claims into progress: run a claimed step and record its outcome, resolve and
-// advance waits, re-drive continuations. Every write here is a claim from claims.ts; a
+// advance waits, re-drive continuations. Every write here is a claim from claims/; a
 // lost claim is normal (someone else got there first) and simply ends that piece of work.
 
 /**
@@ -53,6 +54,7 @@ async function recordOutcome(
   graph: WorkflowGraph,
   claim: StepClaim,
   outcome: StepOutcome,
+  chain: boolean,
 ): Promise<CompleteResult | ParkResult> {
   switch (outcome.kind) {
     case 'advance': {
@@ -63,14 +65,28 @@ async function recordOutcome(
         output: outcome.branch === null ? outcome.output : { ...outcome.output, branch: outcome.branch },
         contactPatch: outcome.contactPatch ?? null,
         message: outcome.message ?? null,
+        // Going on at once: claim the next step in the same statement (one commit, not two).
+        claimNext: chain ? { leaseSeconds: ctx.config.leaseSeconds, owner: ctx.owner } : null,
       });
     }
     case 'park': {
       const park = { dueInSeconds: outcome.dueInSeconds, output: outcome.output };
       const eventName = outcome.eventName;
+      if (!eventName && outcome.dueInSeconds <= 0) {
+        // A DELAY 0 is due as it parks: go on now, recorded as the timer would resolve it
+        // (TIMEOUT, its one plain way on), without the park/wake round trip.
+        const next = nextStepId(graph, claim.stepId, null);
+        return advanceExecution(ctx.db, claim, {
+          nextStepId: next ?? claim.stepId,
+          status: next ? 'RUNNING' : 'COMPLETED',
+          output: { ...outcome.output, resolvedBy: 'TIMEOUT', branch: null },
+          elapsed: true,
+          claimNext: chain ? { leaseSeconds: ctx.config.leaseSeconds, owner: ctx.owner } : null,
+        });
+      }
       if (!eventName) return parkExecution(ctx.db, claim, park);
       // A WAIT_FOR_EVENT holds its event channel while it parks and looks back, so an
-      // event accepted meanwhile is seen by one side or the other (claims.ts, "Event time decides").
+      // event accepted meanwhile is seen by one side or the other (claims/fragments.ts, "Event time decides").
       return inEngineTransaction(ctx.db, async (tx) => {
         await lockEventChannel(tx, { contactId: claim.contactId, eventName });
         return parkExecution(tx, claim, { ...park, awaitEvent: eventName });
@@ -95,10 +111,15 @@ export interface StepRun {
   result: CompleteResult | ParkResult;
   /** The execution is RUNNING at its next step with this version: the caller may continue it. */
   continueAt: number | null;
+  /** The next step, already claimed along with recording this one (opts.chain). */
+  next: StepClaim | null;
 }
 
-/** Run one claimed step: compute its outcome, record it, and keep its lease alive meanwhile. */
-export async function runClaimedStep(ctx: EngineContext, claim: StepClaim): Promise<StepRun> {
+/**
+ * Run one claimed step: compute its outcome, record it, and keep its lease alive
+ * meanwhile. With `chain`, an advance also claims the next step in the same statement.
+ */
+export async function runClaimedStep(ctx: EngineContext, claim: StepClaim, opts: { chain?: boolean } = {}): Promise<StepRun> {
   const graph = await loadWorkflowGraph(ctx.db, claim.workflowId);
   const step = stepOf(graph, claim.stepId);
   // Keep the lease while this step runs, so a slow step is not taken over; a dead
@@ -122,7 +143,7 @@ export async function runClaimedStep(ctx: EngineContext, claim: StepClaim): Prom
     } catch (error) {
       outcome = { kind: 'fail', error: `${step.type} "${step.key}": ${errorText(error)}` };
     }
-    result = await recordOutcome(ctx, graph, claim, outcome);
+    result = await recordOutcome(ctx, graph, claim, outcome, opts.chain ?? false);
   } finally {
     clearInterval(renewal);
   }
@@ -132,7 +153,7 @@ export async function runClaimedStep(ctx: EngineContext, claim: StepClaim): Prom
       step: step.key,
       current: result.current,
     });
-    return { result, continueAt: null };
+    return { result, continueAt: null, next: null };
   }
   if ('resumeEvent' in result && result.resumeEvent) {
     // The wait parked already resolved by an event accepted while it was being set up:
@@ -142,11 +163,13 @@ export async function runClaimedStep(ctx: EngineContext, claim: StepClaim): Prom
       { executionId: claim.executionId, version: result.version, stepExecutionId: claim.stepExecutionId, stepId: claim.stepId, workflowId: claim.workflowId, branch: 'EVENT' },
       eventContextPatch(result.resumeEvent),
     );
-    return { result, continueAt: advanced.running ? advanced.version : null };
+    return { result, continueAt: advanced.running ? advanced.version : null, next: null };
   }
+  const next = 'next' in result ? (result.next ?? null) : null;
   const continues =
-    outcome.kind === 'advance' && nextStepId(graph, claim.stepId, outcome.branch) !== null;
-  return { result, continueAt: continues ? result.version : null };
+    (outcome.kind === 'advance' && nextStepId(graph, claim.stepId, outcome.branch) !== null) ||
+    (outcome.kind === 'park' && !outcome.eventName && outcome.dueInSeconds <= 0 && nextStepId(graph, claim.stepId, null) !== null);
+  return { result, continueAt: continues && !opts.chain ? result.version : null, next };
 }
 
 /** Run an execution's steps back to back while it stays RUNNING, starting from a claim. */
@@ -154,8 +177,13 @@ export async function driveExecution(ctx: EngineContext, first: StepClaim): Prom
   let claim: StepClaim | null = first;
   let steps = 0;
   while (claim) {
-    const run = await runClaimedStep(ctx, claim);
+    // The last step of the chain leaves the next one to the queue: no claim for it.
+    const run = await runClaimedStep(ctx, claim, { chain: steps + 1 < ctx.config.maxChain });
     steps++;
+    if (run.next) {
+      claim = run.next;
+      continue;
+    }
     if (run.continueAt === null || steps >= ctx.config.maxChain) break;
     // Continue in hand: claim the next step with the version we just wrote. If anyone
     // else moved the execution meanwhile (an operator), this loses and we stop.
@@ -163,6 +191,7 @@ export async function driveExecution(ctx: EngineContext, first: StepClaim): Prom
       executionId: claim.executionId,
       expectedVersion: run.continueAt,
       leaseSeconds: ctx.config.leaseSeconds,
+      owner: ctx.owner,
     });
     claim = next.won ? next.claim : null;
   }
@@ -174,6 +203,7 @@ export async function processReadySteps(ctx: EngineContext, limit: number): Prom
   const { claims, unclaimable } = await claimReadySteps(ctx.db, {
     limit,
     leaseSeconds: ctx.config.leaseSeconds,
+    owner: ctx.owner,
     maxAttempts: ctx.config.maxStepAttempts,
   });
   for (const u of unclaimable) {
@@ -203,10 +233,6 @@ export type ResumeResult =
   | { resumed: false; reason: 'STALE_VERSION'; currentVersion: number | null; status: string | null; state: WaitState | null }
   | { resumed: false; reason: 'NOT_WAITING'; state: WaitState | null };
 
-/** What a resolving event adds to the execution's context, for later CONDITION steps. */
-export function eventContextPatch(event: Pick<ResumeEvent, 'name' | 'data' | 'createdAt'>): Record<string, unknown> {
-  return { lastEvent: { name: event.name, data: event.data, at: event.createdAt.toISOString() } };
-}
 
 /** Advance past a claimed wait along its branch (the continuation). */
 export async function continueAfterWait(
@@ -307,7 +333,7 @@ export async function processDueWaits(ctx: EngineContext, limit: number): Promis
 
 /** Claim and drive an execution we just made RUNNING, if nobody else has yet. */
 export async function continueRunning(ctx: EngineContext, executionId: string, version: number): Promise<void> {
-  const claimed = await claimStep(ctx.db, { executionId, expectedVersion: version, leaseSeconds: ctx.config.leaseSeconds });
+  const claimed = await claimStep(ctx.db, { executionId, expectedVersion: version, leaseSeconds: ctx.config.leaseSeconds, owner: ctx.owner });
   if (claimed.won) await driveExecution(ctx, claimed.claim);
 }
 
@@ -323,12 +349,7 @@ export async function processPendingContinuations(ctx: EngineContext, limit: num
   });
   let advanced = 0;
   for (const p of pending) {
-    let patch: Record<string, unknown> = {};
-    if (p.resumeEventId) {
-      const [event] = await ctx.db.$queryRaw<{ name: string; data: unknown; createdAt: Date }[]>`
-        SELECT name, data, "createdAt" FROM "Event" WHERE id = ${p.resumeEventId}::uuid`;
-      if (event) patch = eventContextPatch(event);
-    }
+    const patch = (p.resumeEventId && (await readEventContext(ctx.db, p.resumeEventId))) || {};
     const result = await continueAfterWait(ctx, p, patch);
     if (result.won) {
       advanced++;

@@ -1,4 +1,4 @@
-import { claimQueuedMessages, recordDelivery } from './claims';
+import { claimQueuedMessages, recordDeliveries, recordDelivery, type DeliveryOutcome } from './claims';
 import type { EngineContext } from './context';
 
 // The email sender: delivers queued messages through the configured transport. A
@@ -51,22 +51,27 @@ export async function deliverQueuedMessages(ctx: EngineContext, opts: { from: st
     leaseSeconds: ctx.config.leaseSeconds,
     limit: opts.limit,
   });
-  await Promise.all(
-    messages.map(async (message) => {
-      let providerId: string;
+  const outcomes = await Promise.all(
+    messages.map(async (message): Promise<DeliveryOutcome> => {
       try {
-        ({ providerId } = await ctx.transport.send({ ...message, from: opts.from }));
+        const { providerId } = await ctx.transport.send({ to: message.to, subject: message.subject, body: message.body, from: opts.from, messageId: message.id });
+        // Sent. Whatever happens to the write below, this message is never recorded FAILED.
+        ctx.log('debug', 'message sent', { messageId: message.id, providerId });
+        return { messageId: message.id, version: message.version, providerId };
       } catch (error) {
         // The transport refused it: it was not sent, and FAILED is the truth.
         const text = errorText(error);
         ctx.log('warn', 'message delivery failed', { messageId: message.id, error: text });
-        await recordWithRetries(ctx, { messageId: message.id, version: message.version, error: text });
-        return;
+        return { messageId: message.id, version: message.version, error: text };
       }
-      // Sent. Whatever happens to the write below, this message is never recorded FAILED.
-      ctx.log('debug', 'message sent', { messageId: message.id, providerId });
-      await recordWithRetries(ctx, { messageId: message.id, version: message.version, providerId });
     }),
   );
+  // The batch's outcomes in one statement; if that fails, each on its own with retries,
+  // so one message's failing write never holds back the others'.
+  try {
+    await recordDeliveries(ctx.db, { owner: ctx.owner, outcomes });
+  } catch {
+    await Promise.all(outcomes.map((outcome) => recordWithRetries(ctx, outcome)));
+  }
   return messages.length;
 }

@@ -1,15 +1,23 @@
-import type { Db, DbTx } from '../db';
+import { preparedTransaction, type Db, type DbTx } from '../db';
 
 // A unit of work that must be one transaction (a lock taken in one statement that the
 // next one relies on). Inside a caller's transaction (an operator's repair, a router's
-// audited change) it joins that one; otherwise it opens its own.
+// audited change) it joins that one; otherwise it opens its own: over the client's pg
+// pool when the engine's client sends prepared statements (raw SQL only inside), else
+// Prisma's interactive transaction.
 
+/**
+ * Waiting up to 10 s for a connection and running up to 60 s: a bulk chunk of 500
+ * enrollments must not hit Prisma's 5 s default, and a busy pool must not turn into a 500.
+ */
 const OPTIONS = { maxWait: 10_000, timeout: 60_000 } as const;
 
 function isClient(db: DbTx): db is Db {
   return typeof (db as Partial<Db>).$transaction === 'function';
 }
 
-export function inEngineTransaction<T>(db: DbTx, fn: (tx: DbTx) => Promise<T>): Promise<T> {
-  return isClient(db) ? db.$transaction((tx) => fn(tx), OPTIONS) : fn(db);
+export async function inEngineTransaction<T>(db: DbTx, fn: (tx: DbTx) => Promise<T>): Promise<T> {
+  if (!isClient(db)) return fn(db);
+  const raw = await preparedTransaction(db, fn);
+  return raw ? raw.value : db.$transaction((tx) => fn(tx), OPTIONS);
 }

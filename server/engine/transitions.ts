@@ -1,11 +1,11 @@
 import type { ExecutionStatus, MessageStatus, StepStatus } from '../generated/prisma/enums';
 
-// The engine's state machine, written down once (DESIGN.md section 5, issue 8): for each
-// claim of server/engine/claims.ts, the statuses it moves rows from and to. The operator
+// The engine's state machine, written down once (DESIGN.md section 5): for each
+// claim of server/engine/claims/, the statuses it moves rows from and to. The operator
 // claims' SQL (cancelExecution, retryStep, skipStep) reads its from-lists from here, and
-// so does the repair planner (server/repair/actions.ts planAction), so "may this be
-// retried / skipped / cancelled?" has one answer. test/engine/transitions.test.ts fails
-// when an exported claim has no entry.
+// so does the repair planner (server/repair/planner.ts), so "may this be retried /
+// skipped / cancelled?" has one answer. test/engine/transitions.test.ts fails when an
+// exported claim has no entry.
 //
 // This module is pure data (no database, no server imports): the console may read it.
 
@@ -159,6 +159,11 @@ export const TRANSITIONS = {
     does: "record a delivery's outcome (the sender that claimed it only)",
     message: { from: ['SENDING'], to: ['SENT', 'FAILED'] },
     also: 'fenced by the version of its claim',
+  },
+  recordDeliveries: {
+    does: "record the outcomes of a sender's batch in one statement (the sender that claimed each only)",
+    message: { from: ['SENDING'], to: ['SENT', 'FAILED'] },
+    also: 'each fenced by the version of its claim, as recordDelivery',
   },
   markMessageSent: {
     does: 'an operator who checked the provider records an unconfirmed or failed email as sent (MARK_SENT)',

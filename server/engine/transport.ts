@@ -7,7 +7,8 @@ import nodemailer from 'nodemailer';
 
 export interface MailTransport {
   name: string;
-  send(message: { to: string; subject: string; body: string; from: string }): Promise<{ providerId: string }>;
+  /** `messageId` is the Message row being delivered (for a provider's ledger or headers). */
+  send(message: { to: string; subject: string; body: string; from: string; messageId?: string }): Promise<{ providerId: string }>;
   close?(): void;
 }
 

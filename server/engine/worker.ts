@@ -1,16 +1,10 @@
-import { hostname } from 'node:os';
-import { pathToFileURL } from 'node:url';
-import pg from 'pg';
-import { closeDb, createDb } from '../db';
-import { databaseUrl, env, EnvError } from '../env';
-import { createEngineContext, type EngineContext } from './context';
+import { databaseUnavailable } from '../database-unavailable';
+import { type EngineContext } from './context';
 import { processDueEvents } from './events';
 import { processDueWaits, processPendingContinuations, processReadySteps } from './runner';
 import { deliverQueuedMessages } from './sender';
-import { logTransport, smtpTransport } from './transport';
-import { WAKEUP_CHANNEL } from './wakeup';
 
-// A worker process: any number of them, on any number of machines, against one
+// A worker's loop (the process around it is scripts/worker.ts): any number of them, on any number of machines, against one
 // PostgreSQL. Each pass claims due work with FOR UPDATE SKIP LOCKED (steps, timers,
 // events, messages, stale continuations), runs it, and goes again at once while there
 // is work; idle, it sleeps until NOTIFY or the poll interval. SIGTERM drains: the pass
@@ -31,6 +25,18 @@ export interface WorkerOptions {
   from: string;
   /** Idle sleep between passes when nothing wakes the worker. */
   pollMs?: number;
+  /** The longest sleep between failed passes (the back-off's cap); default 10 s. */
+  maxBackoffMs?: number;
+}
+
+/**
+ * The sleep after the `failures`-th failed pass in a row: exponential from 250 ms up to
+ * the cap, each drawn at random from its upper half, so that a fleet of workers that lost
+ * the database together does not come back at it in one herd.
+ */
+export function backoffMs(failures: number, capMs = 10_000, random: () => number = Math.random): number {
+  const ceiling = Math.min(capMs, 250 * 2 ** Math.min(failures, 20));
+  return Math.round(ceiling / 2 + (ceiling / 2) * random());
 }
 
 function total(c: PassCounts): number {
@@ -68,6 +74,8 @@ export async function runWorkerOnce(
 export class Worker {
   private stopping = false;
   private wake: (() => void) | null = null;
+  /** A NOTIFY arrived since the current pass began: do not sleep after it. */
+  private poked = false;
   private loop: Promise<void> | null = null;
   private lastContinuationSweep = 0;
 
@@ -82,6 +90,7 @@ export class Worker {
 
   /** Wake the loop now (a NOTIFY arrived). */
   poke(): void {
+    this.poked = true;
     this.wake?.();
   }
 
@@ -94,21 +103,36 @@ export class Worker {
 
   private async run(): Promise<void> {
     let failures = 0;
+    // An outage (the database unreachable) is logged when it begins and when it ends, not
+    // once per failed pass: a worker retrying every few seconds for ten minutes says two lines.
+    let outageSince: number | null = null;
     while (!this.stopping) {
       let counts: PassCounts | null = null;
+      this.poked = false;
       try {
         const sweep = Date.now() - this.lastContinuationSweep > this.ctx.config.continuationGraceSeconds * 1000;
         if (sweep) this.lastContinuationSweep = Date.now();
         counts = await runPass(this.ctx, this.options, sweep);
+        if (outageSince !== null) {
+          this.ctx.log('info', 'database reachable again; resuming', { downForMs: Date.now() - outageSince, failedPasses: failures });
+          outageSince = null;
+        }
         failures = 0;
       } catch (error) {
-        // PostgreSQL restarting, a network blip: back off and try again; claims are safe to retry.
+        // PostgreSQL restarting, a network blip: back off and try again. Claims are safe to
+        // retry, and a step this pass held keeps its lease until it expires for any worker.
         failures++;
-        this.ctx.log('error', 'worker pass failed', { error: String(error), failures });
+        if (!databaseUnavailable(error)) {
+          this.ctx.log('error', 'worker pass failed', { error: String(error), failures });
+        } else if (outageSince === null) {
+          outageSince = Date.now();
+          this.ctx.log('warn', 'database unreachable; backing off until it is back', { error: String(error).split('\n').at(-1) });
+        }
       }
       if (this.stopping) break;
-      if (counts && total(counts) > 0) continue;
-      const idle = counts ? (this.options.pollMs ?? 1000) : Math.min(30_000, 500 * 2 ** failures);
+      // Work found, or work announced while this pass ran (it may have missed it): go again.
+      if (counts && (total(counts) > 0 || this.poked)) continue;
+      const idle = counts ? (this.options.pollMs ?? 1000) : backoffMs(failures, this.options.maxBackoffMs);
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, idle);
         this.wake = () => {
@@ -119,107 +143,4 @@ export class Worker {
       this.wake = null;
     }
   }
-}
-
-// ---------------------------------------------------------------------------
-// `npm run worker -- --concurrency N`
-
-function parseArgs(argv: string[]): { concurrency?: number } {
-  const i = argv.indexOf('--concurrency');
-  if (i === -1) return {};
-  const value = Number(argv[i + 1]);
-  if (!Number.isInteger(value) || value < 1 || value > 256) {
-    throw new EnvError('--concurrency must be an integer from 1 to 256');
-  }
-  return { concurrency: value };
-}
-
-async function main(): Promise<void> {
-  const config = env();
-  const args = parseArgs(process.argv.slice(2));
-  const concurrency = args.concurrency ?? config.WORKER_CONCURRENCY;
-  const levels = ['debug', 'info', 'warn', 'error'];
-  const minLevel = levels.indexOf(config.LOG_LEVEL);
-  const owner = `worker:${hostname()}:${process.pid}`;
-  const log: EngineContext['log'] = (level, message, fields) => {
-    if (levels.indexOf(level) < minLevel) return;
-    process.stdout.write(`${JSON.stringify({ at: new Date().toISOString(), level, worker: owner, message, ...fields })}\n`);
-  };
-  const url = databaseUrl();
-  const db = createDb(url, {
-    poolSize: concurrency + 2,
-    applicationName: 'waypost-worker',
-    onError: (error) => log('warn', 'database connection lost; reconnecting on next use', { error: error.message }),
-  });
-  const transport = config.SMTP_URL
-    ? smtpTransport(config.SMTP_URL)
-    : logTransport((line) => log('info', line));
-  const ctx = createEngineContext(db, {
-    owner,
-    transport,
-    log,
-    config: {
-      leaseSeconds: config.LEASE_SECONDS,
-      eventMaxAttempts: config.EVENT_MAX_ATTEMPTS,
-    },
-  });
-  const worker = new Worker(ctx, { concurrency, from: config.MAIL_FROM });
-
-  // LISTEN on a dedicated connection. If it drops (PostgreSQL restarted), polling still
-  // finds the work, and the listener comes back with a backoff.
-  let stopping = false;
-  let listener: pg.Client | null = null;
-  let listenerRetry: NodeJS.Timeout | null = null;
-  const listen = async (attempt: number): Promise<void> => {
-    const client = new pg.Client({ connectionString: url, application_name: 'waypost-worker-listen' });
-    client.on('notification', () => worker.poke());
-    const retry = (error: unknown) => {
-      if (listener !== client || stopping) return;
-      listener = null;
-      log('warn', 'wake-up listener lost; polling until it is back', { error: String(error) });
-      listenerRetry = setTimeout(() => void listen(attempt + 1), Math.min(30_000, 1000 * 2 ** attempt));
-    };
-    client.on('error', retry);
-    client.on('end', () => retry('connection ended'));
-    listener = client;
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${WAKEUP_CHANNEL}`);
-      attempt = 0;
-    } catch (error) {
-      retry(error);
-    }
-  };
-  await listen(0);
-
-  const shutdown = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    log('info', `${signal}: draining`);
-    if (listenerRetry) clearTimeout(listenerRetry);
-    const closing = listener;
-    listener = null;
-    await worker.stop();
-    await closing?.end().catch(() => {});
-    transport.close?.();
-    await closeDb(db);
-    log('info', 'stopped');
-    process.exit(0);
-  };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
-
-  worker.start();
-  log('info', 'worker started', { concurrency, transport: transport.name });
-}
-
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  main().catch((error) => {
-    if (error instanceof EnvError) {
-      process.stderr.write(`${error.message}\n`);
-    } else {
-      process.stderr.write(`worker failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
-    }
-    process.exit(1);
-  });
 }

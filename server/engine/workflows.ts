@@ -1,30 +1,11 @@
-import type { DbTx } from '../db';
-import { workflowInput, stepConfigSchemas, type StepType, type WorkflowInput } from './definition';
+import type { Db, DbTx } from '../db';
+import { writeAudit, type Acting } from './audit';
+import { inEngineTransaction } from './transaction';
+import { workflowInput, stepConfigSchemas, type WorkflowInput } from './definition';
+import type { StepNode, WorkflowGraph } from './workflow-graph';
 
 // Workflows are immutable once created (a change is a new workflow), so a process may
 // cache their graphs: the worker reads a step's config and transitions from memory.
-
-export interface StepNode {
-  id: string;
-  key: string;
-  type: StepType;
-  name: string;
-  config: Record<string, unknown>;
-}
-
-export interface WorkflowGraph {
-  id: string;
-  projectId: string;
-  name: string;
-  enabled: boolean;
-  trigger: 'EVENT' | 'MANUAL';
-  triggerEvent: string | null;
-  allowReentry: boolean;
-  triggerStepId: string;
-  steps: Map<string, StepNode>;
-  /** `${fromStepId}:${branch ?? ''}` -> toStepId */
-  transitions: Map<string, string>;
-}
 
 export class WorkflowDefinitionError extends Error {
   override name = 'WorkflowDefinitionError';
@@ -78,16 +59,108 @@ export async function createWorkflow(
   });
 }
 
+function isUniqueViolation(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 'P2002';
+}
+
+export type CreateWorkflowResult = { ok: true; id: string } | { ok: false; reason: 'NAME_TAKEN'; workflowId: string | null };
+
+/**
+ * workflows.create: store a workflow and its audit entry in one transaction. Names are
+ * unique per project: a taken name is refused (and audited) naming the workflow that holds it.
+ */
+export async function createWorkflowAudited(db: Db, by: Acting, input: WorkflowInput): Promise<CreateWorkflowResult> {
+  const rejectTaken = async (tx: DbTx): Promise<CreateWorkflowResult> => {
+    const holder = await tx.workflow.findFirst({ where: { projectId: by.projectId, name: input.name }, select: { id: true } });
+    await writeAudit(tx, {
+      ...by,
+      action: 'workflows.create',
+      targetType: 'workflow',
+      targetId: holder?.id ?? input.name,
+      outcome: 'REJECTED',
+      after: { reason: 'NAME_TAKEN', name: input.name },
+    });
+    return { ok: false, reason: 'NAME_TAKEN', workflowId: holder?.id ?? null };
+  };
+  try {
+    return await inEngineTransaction(db, async (tx) => {
+      const taken = await tx.workflow.findFirst({ where: { projectId: by.projectId, name: input.name }, select: { id: true } });
+      if (taken) return rejectTaken(tx);
+      // createWorkflow opens its own transaction; inside ours, it runs as part of it.
+      const created = await createWorkflow({ $transaction: (fn) => fn(tx) }, by.projectId, input);
+      await writeAudit(tx, {
+        ...by,
+        action: 'workflows.create',
+        targetType: 'workflow',
+        targetId: created.id,
+        outcome: 'APPLIED',
+        after: { name: input.name, trigger: input.trigger, triggerEvent: input.triggerEvent ?? null, steps: input.steps.length },
+      });
+      return { ok: true as const, id: created.id };
+    });
+  } catch (error) {
+    // Two creates with one name at once: both passed the check, the unique index
+    // refused the second, and its transaction is gone; audit the refusal on its own.
+    if (!isUniqueViolation(error)) throw error;
+    return inEngineTransaction(db, rejectTaken);
+  }
+}
+
+export type SetWorkflowEnabledResult = { ok: true; id: string; enabled: boolean } | { ok: false; reason: 'WORKFLOW_NOT_FOUND' };
+
+/** workflows.setEnabled: enable or disable enrollment into a workflow, audited; executions already running go on. */
+export function setWorkflowEnabled(db: Db, by: Acting, workflowId: string, enabled: boolean): Promise<SetWorkflowEnabledResult> {
+  return inEngineTransaction(db, async (tx): Promise<SetWorkflowEnabledResult> => {
+    const [row] = await tx.$queryRaw<{ id: string; enabled: boolean }[]>`
+      SELECT id, enabled FROM "Workflow"
+       WHERE id = ${workflowId}::uuid AND "projectId" = ${by.projectId}::uuid
+       FOR UPDATE`;
+    if (!row) {
+      await writeAudit(tx, {
+        ...by,
+        action: 'workflows.setEnabled',
+        targetType: 'workflow',
+        targetId: workflowId,
+        outcome: 'REJECTED',
+        after: { reason: 'NOT_FOUND' },
+      });
+      return { ok: false, reason: 'WORKFLOW_NOT_FOUND' };
+    }
+    await tx.workflow.update({ where: { id: row.id }, data: { enabled } });
+    await writeAudit(tx, {
+      ...by,
+      action: 'workflows.setEnabled',
+      targetType: 'workflow',
+      targetId: row.id,
+      outcome: 'APPLIED',
+      before: { enabled: row.enabled },
+      after: { enabled },
+    });
+    return { ok: true, id: row.id, enabled };
+  });
+}
+
 const cache = new Map<string, WorkflowGraph>();
 
 /** The workflow's graph; throws if the workflow does not exist. */
 export async function loadWorkflowGraph(db: DbTx, workflowId: string): Promise<WorkflowGraph> {
   const hit = cache.get(workflowId);
   if (hit) return hit;
-  const wf = await db.workflow.findUnique({
-    where: { id: workflowId },
-    include: { steps: true, transitions: true },
-  });
+  // One raw statement (not a Prisma model query): a worker's engine client sends it as a
+  // prepared statement like its claims, so no Prisma query runs on a worker's hot path.
+  const [wf] = await db.$queryRaw<
+    (Pick<WorkflowGraph, 'id' | 'projectId' | 'name' | 'enabled' | 'trigger' | 'triggerEvent' | 'allowReentry'> & {
+      steps: (Omit<StepNode, 'config'> & { config: unknown })[];
+      transitions: { fromStepId: string; toStepId: string; branch: string | null }[];
+    })[]
+  >`
+    -- loadWorkflowGraph
+    SELECT w.id, w."projectId", w.name, w.enabled, w.trigger::text AS trigger, w."triggerEvent", w."allowReentry",
+           (SELECT coalesce(json_agg(json_build_object('id', s.id, 'key', s.key, 'type', s.type, 'name', s.name, 'config', s.config)), '[]')
+              FROM "WorkflowStep" s WHERE s."workflowId" = w.id) AS steps,
+           (SELECT coalesce(json_agg(json_build_object('fromStepId', t."fromStepId", 'toStepId', t."toStepId", 'branch', t.branch)), '[]')
+              FROM "WorkflowTransition" t WHERE t."workflowId" = w.id) AS transitions
+      FROM "Workflow" w WHERE w.id = ${workflowId}::uuid`;
   if (!wf) throw new Error(`workflow ${workflowId} not found`);
   const trigger = wf.steps.find((s) => s.type === 'TRIGGER');
   if (!trigger) throw new Error(`workflow ${workflowId} has no TRIGGER step`);
@@ -112,15 +185,4 @@ export async function loadWorkflowGraph(db: DbTx, workflowId: string): Promise<W
   cache.set(workflowId, graph);
   setTimeout(() => cache.delete(workflowId), 5_000).unref?.();
   return graph;
-}
-
-/** Where an execution goes after `stepId` leaves by `branch`; null means it is finished. */
-export function nextStepId(graph: WorkflowGraph, stepId: string, branch: string | null): string | null {
-  return graph.transitions.get(`${stepId}:${branch ?? ''}`) ?? null;
-}
-
-export function stepOf(graph: WorkflowGraph, stepId: string): StepNode {
-  const step = graph.steps.get(stepId);
-  if (!step) throw new Error(`step ${stepId} is not part of workflow ${graph.id}`);
-  return step;
 }

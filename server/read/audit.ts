@@ -10,8 +10,16 @@ import { directionOf, keysetClause, twoWayPage, type TwoWayPage } from './keyset
 export const AUDIT_OUTCOMES = ['APPLIED', 'LOST', 'REJECTED', 'FAILED'] as const;
 export type AuditOutcomeName = (typeof AUDIT_OUTCOMES)[number];
 
+/**
+ * Entries about the project's people and keys (who was added with which role, key names
+ * and prefixes) are the owners' business: only owners read them.
+ */
+export const OWNER_ONLY_ACTION_PREFIXES = ['members.', 'apiKeys.', 'invitations.'] as const;
+
 export interface AuditFilter {
   projectId: string;
+  /** The reader is an owner: also the entries about members and API keys. */
+  owner: boolean;
   targetId?: string | undefined;
   actor?: string | undefined;
   action?: string | undefined;
@@ -38,6 +46,9 @@ export interface AuditRow {
 
 export function auditListQuery(f: AuditFilter): Prisma.Sql {
   const conditions: Prisma.Sql[] = [Prisma.sql`"projectId" = ${f.projectId}::uuid`];
+  if (!f.owner) {
+    for (const prefix of OWNER_ONLY_ACTION_PREFIXES) conditions.push(Prisma.sql`action NOT LIKE ${`${prefix}%`}`);
+  }
   if (f.targetId) conditions.push(Prisma.sql`"targetId" = ${f.targetId}`);
   if (f.actor) conditions.push(Prisma.sql`actor = ${f.actor}`);
   if (f.action) conditions.push(Prisma.sql`action = ${f.action}`);

@@ -96,6 +96,19 @@ export function executionListQuery(f: ExecutionFilter): Prisma.Sql {
      LIMIT ${f.limit + 1}::int`;
 }
 
+/**
+ * The ids of the executions a list filter selects now, newest first, at most `max`; null
+ * when it selects more (a bulk repair over it is refused rather than cut short silently).
+ */
+export async function executionIdsMatching(
+  db: DbTx,
+  f: Omit<ExecutionFilter, 'limit' | 'cursor' | 'before'> & { graceSeconds: number },
+  max: number,
+): Promise<string[] | null> {
+  const rows = await db.$queryRaw<{ id: string }[]>`SELECT q.id FROM (${executionListQuery({ ...f, limit: max })}) q`;
+  return rows.length > max ? null : rows.map((r) => r.id);
+}
+
 /** The execution reasons (not the events') of STUCK_REASONS. */
 const EXECUTION_REASONS = STUCK_REASONS.filter((r) => !EVENT_REASONS.includes(r));
 
@@ -159,6 +172,8 @@ export interface StepExecutionRow {
   held: boolean;
   dueAt: Date | null;
   leaseExpiresAt: Date | null;
+  /** The worker that holds (or last held) the step's lease, e.g. `worker:host:pid`. */
+  leaseOwner: string | null;
   resolvedBy: string | null;
   resolvedAt: Date | null;
   resolvedBranch: string | null;
@@ -172,7 +187,7 @@ export interface StepExecutionRow {
 /** What happens next to an execution, as the engine will do it with nobody's help. */
 export type NextUp =
   | { kind: 'timer'; at: Date; stepName: string; stepType: string }
-  | { kind: 'lease'; until: Date; stepName: string; attempt: number; maxAttempts: number }
+  | { kind: 'lease'; until: Date; stepName: string; attempt: number; maxAttempts: number; owner: string | null }
   | { kind: 'worker'; at: Date | null; stepName: string | null }
   | { kind: 'continuation'; since: Date | null; stepName: string }
   | { kind: 'operator'; why: string }
@@ -195,7 +210,7 @@ function nextUp(
     case 'RUNNING':
       if (current?.status === 'RUNNING' && current.leaseExpiresAt) {
         // Workers re-claim an expired lease until the step has had its attempts (a poison step is left to an operator).
-        return { kind: 'lease', until: current.leaseExpiresAt, stepName: current.stepName, attempt: current.attempt, maxAttempts: DEFAULT_ENGINE_CONFIG.maxStepAttempts };
+        return { kind: 'lease', until: current.leaseExpiresAt, stepName: current.stepName, attempt: current.attempt, maxAttempts: DEFAULT_ENGINE_CONFIG.maxStepAttempts, owner: current.leaseOwner };
       }
       return { kind: 'worker', at: e.readyAt, stepName: e.stepName };
     case 'FAILED':
@@ -225,7 +240,7 @@ export async function executionDetail(db: DbTx, s: StuckScope, id: string) {
   const [steps, messages, audit, stuck] = await Promise.all([
     db.$queryRaw<StepExecutionRow[]>`
       SELECT s.id, s."stepId", ws.key AS "stepKey", ws.name AS "stepName", ws.type::text AS "stepType", ws.config AS "stepConfig",
-             s.status::text AS status, s.attempt, s."claimToken" IS NOT NULL AS held, s."dueAt", s."leaseExpiresAt",
+             s.status::text AS status, s.attempt, s."claimToken" IS NOT NULL AS held, s."dueAt", s."leaseExpiresAt", s."leaseOwner",
              s."resolvedBy"::text AS "resolvedBy", s."resolvedAt", s."resolvedBranch", s."resumeEventId",
              s.output, s.error, s."startedAt", s."finishedAt"
         FROM "StepExecution" s

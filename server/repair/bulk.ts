@@ -1,7 +1,9 @@
 import { Prisma, type Db, type DbTx } from '../db';
-import { applyRepair, RepairNotFound, type ActiveExecutionConflict, type RepairAction, type RepairOptions } from './actions';
+import { applyRepair } from './actions';
 import { applyMessageRepair, isMessageRepairAction, type MessageRepairAction } from './messages';
+import type { ActiveExecutionConflict, RepairAction } from './planner';
 import { listStuck, MESSAGE_REASONS, type StuckItem, type StuckReason } from './stuck';
+import { RepairNotFound, type RepairOptions } from './target';
 
 // Bulk repair on a filter: first a count (a dry run the operator confirms), then one
 // claim per execution at a bounded rate, each fenced by the version and step execution
@@ -90,7 +92,8 @@ export async function selectTargets(
   filter: BulkFilter,
   opts: RepairOptions,
 ): Promise<BulkTarget[]> {
-  if (filter.executionIds?.length) {
+  if (filter.executionIds) {
+    if (filter.executionIds.length === 0) return [];
     const rows = await selectExecutions(db, Prisma.sql`e."projectId" = ${projectId}::uuid AND e.id = ANY(${filter.executionIds}::uuid[])`);
     return rows.map(asTarget);
   }
@@ -116,12 +119,12 @@ export async function selectTargets(
     // execution is read with it (an item's own stepExecutionId may be another step's: a
     // message's); it belongs to the listed version only if the version has not moved, and
     // if it has, the row has changed since selection anyway.
-    const executionIds = selected.filter((i) => i.executionId).map((i) => i.executionId!);
+    const executionIds = selected.filter((item) => item.executionId).map((item) => item.executionId!);
     const now = new Map(
       (executionIds.length
         ? await selectExecutions(db, Prisma.sql`e."projectId" = ${projectId}::uuid AND e.id = ANY(${executionIds}::uuid[])`)
         : []
-      ).map((r) => [r.id, r]),
+      ).map((execution) => [execution.id, execution]),
     );
     const targets: BulkTarget[] = [];
     const seen = new Set<string>();

@@ -10,7 +10,8 @@ import {
   type MessageStatus,
 } from '../engine/claims';
 import { notifyWorkers } from '../engine/wakeup';
-import { RepairNotFound, type Winner } from './actions';
+import type { Winner } from './explain';
+import { RepairNotFound } from './target';
 
 // Repairs of emails whose fate is unknown (MESSAGE_UNCONFIRMED: the sender died while
 // SENDING) or that failed (MESSAGE_FAILED). The workers never resend an email by
@@ -21,10 +22,10 @@ import { RepairNotFound, type Winner } from './actions';
 //              be a duplicate if the provider did accept the first attempt
 //   GIVE_UP    ABANDONED: never sent again, no longer listed as stuck
 //
-// Each one is a claim in server/engine/claims.ts, a CAS on the message's status and the
-// version the operator saw in the preview; every attempt (applied, lost or refused) is
-// audited in the transaction of its change (I8), as action "repair.<ACTION>" on the
-// message, with the execution it belongs to.
+// Each one is a claim in server/engine/claims/operator.ts, a CAS on the message's status
+// and the version the operator saw in the preview; every attempt (applied, lost or
+// refused) is audited in the transaction of its change (I8), as action "repair.<ACTION>"
+// on the message, with the execution it belongs to.
 
 export const MESSAGE_REPAIR_ACTIONS = ['MARK_SENT', 'RESEND', 'GIVE_UP'] as const;
 export type MessageRepairAction = (typeof MESSAGE_REPAIR_ACTIONS)[number];

@@ -58,7 +58,7 @@ export function stuckQuery(reason: StuckReason, s: StuckScope): Prisma.Sql {
       return Prisma.sql`
         SELECT 'LEASE_EXPIRED' AS reason, e.id AS "itemId", e.id AS "executionId", NULL::uuid AS "eventId", e."workflowId", e."contactId",
                s."leaseExpiresAt" AS since,
-               jsonb_build_object('stepExecutionId', s.id, 'stepId', s."stepId", 'attempt', s.attempt, 'version', e.version) AS detail
+               jsonb_build_object('stepExecutionId', s.id, 'stepId', s."stepId", 'attempt', s.attempt, 'leaseOwner', s."leaseOwner", 'version', e.version) AS detail
           FROM "StepExecution" s
           JOIN "WorkflowExecution" e ON e.id = s."executionId"
          WHERE s.status = 'RUNNING' AND s."leaseExpiresAt" < ${grace(s)}

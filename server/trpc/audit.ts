@@ -1,6 +1,7 @@
 import type { Db, DbTx } from '../db';
-import { writeAudit, type AuditOutcome } from '../engine/audit';
-import type { Actor } from './trpc';
+import { writeAudit, type Acting, type AuditOutcome } from '../engine/audit';
+import { inEngineTransaction } from '../engine/transaction';
+import type { Actor } from '../auth/actor';
 
 // How routers change things: inside one transaction that also writes the AuditEntry
 // recording the change (I8), so an entry exists exactly when its change does. A refused or
@@ -8,14 +9,14 @@ import type { Actor } from './trpc';
 // the handler returns the refusal as a value from the transaction and throws only after
 // commit, since throwing inside would roll the audit entry back with everything else.
 
-/**
- * Waiting up to 10 s for a connection and running up to 60 s: a bulk chunk of 500
- * enrollments must not hit Prisma's 5 s default, and a busy pool must not turn into a 500.
- */
-const TRANSACTION_OPTIONS = { maxWait: 10_000, timeout: 60_000 } as const;
-
+/** One transaction with the engine's options (server/engine/transaction.ts). */
 export function inTransaction<T>(db: Db, fn: (tx: DbTx) => Promise<T>): Promise<T> {
-  return db.$transaction((tx) => fn(tx), TRANSACTION_OPTIONS);
+  return inEngineTransaction(db, fn);
+}
+
+/** The caller as the engine's audited changes take it: its project, and its actor id. */
+export function acting(actor: Actor): Acting {
+  return { projectId: actor.projectId, actor: actor.id };
 }
 
 export interface AuditRecord {

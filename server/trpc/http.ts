@@ -1,25 +1,57 @@
+import { TRPCError } from '@trpc/server';
+import { consoleOrigins } from '../auth/auth';
+import { decodableAddress, safeDecode, UNDECODABLE_ADDRESS } from '../url';
+import { MAX_BATCH_SIZE } from './batch';
+import { apiRateLimits, rateLimitMessage, rateLimitSubject } from './rate-limits';
+
 // Limits of the HTTP endpoints (app/api/trpc, app/api/v1). Next.js route handlers read a
 // request body of any size; these endpoints read at most MAX_BODY_BYTES and answer 413
 // beyond it, so a client cannot make the server buffer an unbounded body. The biggest
 // legitimate body is a bulk enrollment: 10,000 rows or a 10 MB CSV plus JSON escaping.
 
 export const MAX_BODY_BYTES = 12 * 1024 * 1024;
+/**
+ * The most a caller without credentials may send: enough for any sign-in or error report,
+ * far from what it would take to fill memory. scripts/web.ts refuses more before reading.
+ */
+export const ANONYMOUS_BODY_BYTES = 16 * 1024;
+export { MAX_BATCH_SIZE };
 
-function tooLarge(): Response {
+/** The 413's body, here and in scripts/web.ts (server/trpc/body-limit.ts). */
+export function tooLargeBody(maxBytes: number): { error: { message: string; code: 'PAYLOAD_TOO_LARGE' } } {
+  const size = maxBytes >= 1024 * 1024 ? `${maxBytes / 1024 / 1024} MB` : `${maxBytes / 1024} KB`;
+  const anonymous = maxBytes === ANONYMOUS_BODY_BYTES ? ' (the limit without a session or API key)' : '';
+  return { error: { message: `Request body larger than ${size}${anonymous}.`, code: 'PAYLOAD_TOO_LARGE' } };
+}
+
+function tooLarge(maxBytes: number): Response {
+  return Response.json(tooLargeBody(maxBytes), { status: 413 });
+}
+
+/**
+ * A 400 for a request whose path or query is not valid percent-encoding: routers and
+ * libraries behind this decode them, and a decode that throws would answer 500.
+ */
+export function malformedRequest(req: Request): Response | null {
+  const url = new URL(req.url);
+  if (decodableAddress(url.pathname, url.search)) return null;
   return Response.json(
-    { error: { message: `Request body larger than ${MAX_BODY_BYTES / 1024 / 1024} MB.`, code: 'PAYLOAD_TOO_LARGE' } },
-    { status: 413 },
+    { error: { message: UNDECODABLE_ADDRESS, code: 'BAD_REQUEST' } },
+    { status: 400 },
   );
 }
 
 /**
  * The request with its body read into memory, or a 413 response once it passes the limit
- * (by Content-Length before reading, or while reading a body sent without one).
+ * (by Content-Length before reading, or while reading a body sent without one); a 400
+ * first when its address is not valid percent-encoding.
  */
 export async function boundedRequest(req: Request, maxBytes = MAX_BODY_BYTES): Promise<Request | Response> {
+  const malformed = malformedRequest(req);
+  if (malformed) return malformed;
   if (!req.body) return req;
   const declared = Number(req.headers.get('content-length') ?? NaN);
-  if (Number.isFinite(declared) && declared > maxBytes) return tooLarge();
+  if (Number.isFinite(declared) && declared > maxBytes) return tooLarge(maxBytes);
   const reader = req.body.getReader();
   const parts: Uint8Array[] = [];
   let size = 0;
@@ -29,7 +61,7 @@ export async function boundedRequest(req: Request, maxBytes = MAX_BODY_BYTES): P
     size += value.byteLength;
     if (size > maxBytes) {
       await reader.cancel().catch(() => {});
-      return tooLarge();
+      return tooLarge(maxBytes);
     }
     parts.push(value);
   }
@@ -47,8 +79,94 @@ export function withDocumentedProcedureNames(req: Request): Request {
   const marker = '/api/trpc/';
   const at = url.pathname.indexOf(marker);
   if (at === -1) return req;
-  const paths = decodeURIComponent(url.pathname.slice(at + marker.length)).split(',');
+  // boundedRequest has already refused a path that does not decode.
+  const paths = (safeDecode(url.pathname.slice(at + marker.length)) ?? '').split(',');
   if (!paths.includes('repair.apply')) return req;
   url.pathname = url.pathname.slice(0, at + marker.length) + paths.map((p) => (p === 'repair.apply' ? 'repair.applyOne' : p)).join(',');
   return new Request(url, req);
+}
+
+/** Why an API request is refused before any procedure runs, in the route's own error shape. */
+export interface ApiRefusal {
+  error: TRPCError;
+  /** For 429: the Retry-After header. */
+  retryAfterSeconds: number | null;
+}
+
+/** The calls a request makes: a batched tRPC request (`?batch=1`, paths joined by commas) counts each. */
+function callsOf(req: Request): number {
+  const url = new URL(req.url);
+  if (url.searchParams.get('batch') !== '1') return 1;
+  const marker = '/api/trpc/';
+  const at = url.pathname.indexOf(marker);
+  if (at === -1) return 1;
+  // More than MAX_BATCH_SIZE is refused (400) without running any: charged as the largest batch.
+  return Math.min(url.pathname.slice(at + marker.length).split(',').length, MAX_BATCH_SIZE + 1);
+}
+
+/**
+ * Signed-in mutations must come from the console's own pages (defence
+ * in depth behind SameSite=Lax): a POST carrying the session cookie and no API key is
+ * refused when the browser says it was sent from another site (Sec-Fetch-Site anything but
+ * same-origin) or from another origin (Origin not one of consoleOrigins). A request with
+ * neither header was not made by a browser page on someone else's behalf: a browser always
+ * sends Origin on a cross-origin POST. API keys are never sent by browsers on their own, so
+ * requests with one are not checked.
+ */
+export function crossSiteRefusal(req: Request): string | null {
+  if (req.method !== 'POST' || req.headers.has('authorization')) return null;
+  if (!rateLimitSubject(req.headers, { cookies: true }).session) return null;
+  const site = req.headers.get('sec-fetch-site');
+  const origin = req.headers.get('origin');
+  if (site !== null && site !== 'same-origin') return `Refused a signed-in change sent from another site (Sec-Fetch-Site: ${site.slice(0, 20)}): changes must come from the console's own pages; programs use an API key.`;
+  if (origin !== null && !consoleOrigins().includes(origin)) return `Refused a signed-in change sent from another origin: changes must come from the console's own pages (${consoleOrigins().join(' or ')}); programs use an API key.`;
+  return null;
+}
+
+/**
+ * The refusal of an API request before its body is read: over a rate limit (429), or a
+ * cross-site signed-in mutation (403, /api/trpc only: /api/v1 never reads cookies).
+ */
+export async function apiRefusal(req: Request, options: { cookies: boolean }): Promise<ApiRefusal | null> {
+  const limited = await apiRateLimits().take(rateLimitSubject(req.headers, options), options.cookies ? callsOf(req) : 1);
+  if (limited) return { error: new TRPCError({ code: 'TOO_MANY_REQUESTS', message: rateLimitMessage(limited) }), retryAfterSeconds: limited.retryAfterSeconds };
+  const crossSite = options.cookies ? crossSiteRefusal(req) : null;
+  if (crossSite) return { error: new TRPCError({ code: 'FORBIDDEN', message: crossSite }), retryAfterSeconds: null };
+  return null;
+}
+
+/**
+ * The request a refusal is answered from: its method, address and headers, with an empty
+ * JSON body in place of the one sent, so a refused caller's body is never read or parsed.
+ */
+export function refusedRequest(req: Request): Request {
+  if (req.method === 'GET' || req.method === 'HEAD') return new Request(req.url, { method: req.method, headers: req.headers });
+  const headers = new Headers(req.headers);
+  headers.set('content-type', 'application/json');
+  headers.delete('content-length');
+  return new Request(req.url, { method: req.method, headers, body: '{}' });
+}
+
+/** The response to a refused request, with its Retry-After. */
+export function withRefusalHeaders(response: Response, refusal: ApiRefusal): Response {
+  if (refusal.retryAfterSeconds !== null) response.headers.set('Retry-After', String(refusal.retryAfterSeconds));
+  return response;
+}
+
+/**
+ * The body bound of an API request: MAX_BODY_BYTES for one that presents a key (or, where
+ * cookies count, a session), ANONYMOUS_BODY_BYTES otherwise. scripts/web.ts has already
+ * applied it before Next.js read anything; this is the same rule under `next dev`.
+ */
+export function bodyLimitOf(req: Request, options: { cookies: boolean }): number {
+  const subject = rateLimitSubject(req.headers, options);
+  return subject.apiKey !== null || subject.session !== null ? MAX_BODY_BYTES : ANONYMOUS_BODY_BYTES;
+}
+
+/** /api/v1 takes API keys only: the headers its procedures' context is made from, without cookies. */
+export function withoutCookies(headers: Headers): Headers {
+  if (!headers.has('cookie')) return headers;
+  const copy = new Headers(headers);
+  copy.delete('cookie');
+  return copy;
 }

@@ -4,7 +4,7 @@ import { appRouter } from './root';
 // The REST face of the API for integrations: procedures with `meta.openapi` (today
 // enrollments.enroll and events.track) are also plain JSON endpoints under /api/v1, served
 // by the same procedures, roles and audit as tRPC. Authentication is the same too:
-// `Authorization: Bearer <api key>`, read by createContext.
+// `Authorization: Bearer <api key>`, read by createApiContext.
 
 export const REST_BASE_PATH = '/api/v1';
 

@@ -6,7 +6,9 @@ import { enrollmentsRouter } from './routers/enrollments';
 import { eventsRouter } from './routers/events';
 import { executionsRouter } from './routers/executions';
 import { healthRouter } from './routers/health';
+import { invitationsRouter } from './routers/invitations';
 import { membersRouter } from './routers/members';
+import { overviewRouter } from './routers/overview';
 import { repairRouter } from './routers/repair';
 import { waitsRouter } from './routers/waits';
 import { workflowsRouter } from './routers/workflows';
@@ -19,10 +21,12 @@ export const appRouter = router({
   events: eventsRouter,
   waits: waitsRouter,
   executions: executionsRouter,
+  overview: overviewRouter,
   repair: repairRouter,
   audit: auditRouter,
   apiKeys: apiKeysRouter,
   members: membersRouter,
+  invitations: invitationsRouter,
 });
 
 export type AppRouter = typeof appRouter;

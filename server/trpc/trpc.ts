@@ -3,25 +3,15 @@ import superjson from 'superjson';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import { z, ZodError } from 'zod';
 import { db, type Db } from '../db';
-import { resolveActor } from '../auth/actor';
+import { requestedProject, resolveActor, signedInPerson, type Actor } from '../auth/actor';
+import { PROJECT_COOKIE, PROJECT_HEADER } from '../auth/cookies';
+import { atLeast, type Role } from '../auth/roles';
+import { databaseUnavailable } from '../database-unavailable';
+import { asDatabaseUnavailable, databaseUnavailableError, internalErrorMessage } from './errors';
+import { id as rowId } from '../inputs';
 
 // The tRPC entry points: the context every procedure sees, the error shape every client
 // relies on (API.md "Errors"), and the named procedure builders routers are written with.
-
-export type Role = 'VIEWER' | 'MARKETER' | 'OPERATOR' | 'OWNER';
-
-/** Who is calling, in which project, with which role: a signed-in person or an API key. */
-export interface Actor {
-  kind: 'user' | 'apikey';
-  /** The audit log's actor: "user:<userId>" or "apikey:<apiKeyId>". */
-  id: string;
-  /** For people: their email; for keys: the key's name. Never a secret. */
-  label: string;
-  userId: string | null;
-  apiKeyId: string | null;
-  projectId: string;
-  role: Role;
-}
 
 export interface Context {
   db: Db;
@@ -31,10 +21,41 @@ export interface Context {
   actor: Actor | null;
 }
 
-/** Context of an HTTP request (app/api/trpc) or a React Server Component render. */
+/** Context of a React Server Component render (and, through createApiContext, of an API request). */
 export async function createContext(opts: { headers: Headers }): Promise<Context> {
   const database = db();
-  return { db: database, headers: opts.headers, actor: await resolveActor(database, opts.headers) };
+  try {
+    return { db: database, headers: opts.headers, actor: await resolveActor(database, opts.headers) };
+  } catch (error) {
+    // Resolving the caller reads the database before any procedure runs.
+    throw asDatabaseUnavailable(error);
+  }
+}
+
+/**
+ * Context of an API request (app/api/trpc, app/api/v1). A request that names its project
+ * must name one the caller acts in: resolveActor falls back to a person's first project
+ * (so that a stale switcher cookie never locks the console out), but a script sending
+ * `x-waypost-project: B` must not have its writes land in project A. So, over the API:
+ * a header that is not a project id, or a switcher cookie that is not one, is
+ * BAD_REQUEST; a header naming a project the person (or the key) is not in is FORBIDDEN.
+ * A cookie naming a project one has left still falls back, as in the console. An API key
+ * is judged by itself alone: the browser's switcher cookie means nothing to it.
+ */
+export async function createApiContext(opts: { headers: Headers }): Promise<Context> {
+  const requested = requestedProject(opts.headers);
+  const judgedByKey = opts.headers.get('authorization') !== null;
+  if (requested?.via === 'header' && !rowId.safeParse(requested.value).success) {
+    throw new TRPCError({ code: 'BAD_REQUEST', message: `The ${PROJECT_HEADER} header is not a project id.` });
+  }
+  if (requested?.via === 'cookie' && !judgedByKey && !rowId.safeParse(requested.value).success) {
+    throw new TRPCError({ code: 'BAD_REQUEST', message: `The ${PROJECT_COOKIE} cookie is not a project id; choose a project again.` });
+  }
+  const context = await createContext(opts);
+  if (requested?.via === 'header' && context.actor && context.actor.projectId !== requested.value) {
+    throw new TRPCError({ code: 'FORBIDDEN', message: `You are not a member of the project ${PROJECT_HEADER} names.` });
+  }
+  return context;
 }
 
 /**
@@ -73,10 +94,13 @@ const t = initTRPC.context<Context>().meta<OpenApiMeta>().create({
   transformer: superjson,
   errorFormatter({ shape, error }) {
     const invalidInput = error.code === 'BAD_REQUEST' && error.cause instanceof ZodError ? error.cause : null;
+    // Never a stack, in any environment; an unexpected error's own message stays in the log.
+    const { stack: _stack, ...data } = shape.data;
     return {
       ...shape,
+      message: error.code === 'INTERNAL_SERVER_ERROR' ? internalErrorMessage(error) : shape.message,
       data: {
-        ...shape.data,
+        ...data,
         // Field errors for forms, plus every issue's full path for nested input
         // (`contacts.3.email`), which flattening reduces to its first segment.
         zodError: invalidInput
@@ -94,24 +118,32 @@ const t = initTRPC.context<Context>().meta<OpenApiMeta>().create({
 export const router = t.router;
 export const createCallerFactory = t.createCallerFactory;
 
+/**
+ * Every procedure: a call that met an unreachable database (server/database-unavailable.ts)
+ * fails SERVICE_UNAVAILABLE, which the HTTP endpoints answer 503 with Retry-After, rather
+ * than INTERNAL_SERVER_ERROR's 500.
+ */
+const procedure = t.procedure.use(async ({ next }) => {
+  const result = await next();
+  // Only an unexpected error can be an outage: a refusal (CONFLICT, NOT_FOUND...) is an answer.
+  if (!result.ok && result.error.code === 'INTERNAL_SERVER_ERROR' && databaseUnavailable(result.error)) {
+    throw databaseUnavailableError(result.error.cause ?? result.error);
+  }
+  return result;
+});
+
 /** No identity required. Only for what anyone may see, such as a sign-in form's needs. */
-export const publicProcedure = t.procedure;
+export const publicProcedure = procedure;
 
 // Role builders (API.md "Authentication and roles"): VIEWER reads; MARKETER also enrolls,
 // tracks events and manages contacts and workflows; OPERATOR also repairs; OWNER also
 // manages members and keys. Every router procedure is built from one of these, so none
 // can forget its check: no session or key is UNAUTHORIZED, too small a role FORBIDDEN.
 
-const ROLE_RANK: Record<Role, number> = { VIEWER: 0, MARKETER: 1, OPERATOR: 2, OWNER: 3 };
-
-export function hasRole(actor: Actor, minimum: Role): boolean {
-  return ROLE_RANK[actor.role] >= ROLE_RANK[minimum];
-}
-
 function roleProcedure(minimum: Role) {
-  return t.procedure.use(({ ctx, next }) => {
+  return procedure.use(({ ctx, next }) => {
     if (!ctx.actor) throw new TRPCError({ code: 'UNAUTHORIZED', message: 'Sign in, or send Authorization: Bearer <api key>.' });
-    if (!hasRole(ctx.actor, minimum)) {
+    if (!atLeast(ctx.actor.role, minimum)) {
       throw new TRPCError({ code: 'FORBIDDEN', message: `This needs the ${minimum} role or above; you are ${ctx.actor.role}.` });
     }
     return next({ ctx: { ...ctx, actor: ctx.actor } });
@@ -122,3 +154,14 @@ export const viewerProcedure = roleProcedure('VIEWER');
 export const marketerProcedure = roleProcedure('MARKETER');
 export const operatorProcedure = roleProcedure('OPERATOR');
 export const ownerProcedure = roleProcedure('OWNER');
+
+/**
+ * A signed-in person, whatever projects they belong to (none, when they have only been
+ * invited so far): for accepting or declining the invitations addressed to them. API keys
+ * act for a project, never for a person, so they are refused here.
+ */
+export const personProcedure = procedure.use(async ({ ctx, next }) => {
+  const person = ctx.headers.get('authorization') === null ? await signedInPerson(ctx.db, ctx.headers) : null;
+  if (!person) throw new TRPCError({ code: 'UNAUTHORIZED', message: 'Sign in to see and answer your invitations (API keys cannot).' });
+  return next({ ctx: { ...ctx, person } });
+});

@@ -130,17 +130,29 @@ describe('sign-in rate limiting', () => {
 });
 
 describe('cookie security follows the public address', () => {
-  it('over https (PUBLIC_URL) the session cookie is Secure and __Secure- prefixed', async () => {
+  it('over https (PUBLIC_URL) the session cookie is __Host- prefixed: Secure, Path=/, no Domain; and it signs the person in', async () => {
     const settings = authSettings(parseEnv({ AUTH_SECRET: 'x'.repeat(40), PUBLIC_URL: 'https://waypost.example.com/console/' }));
     expect(settings).toMatchObject({ baseURL: 'https://waypost.example.com', trustedOrigins: ['https://waypost.example.com'] });
     await createPerson(t.db, { projectId: alpha.id, email: 'frances@example.com', password: PASSWORD, role: 'VIEWER' });
+    const auth = createAuth(t.db, settings);
 
-    const response = await createAuth(t.db, settings).api.signInEmail({ body: { email: 'frances@example.com', password: PASSWORD }, asResponse: true });
+    const response = await auth.api.signInEmail({ body: { email: 'frances@example.com', password: PASSWORD }, asResponse: true });
 
-    const session = response.headers.getSetCookie().find((c) => c.startsWith('__Secure-waypost.session_token='));
+    const cookies = response.headers.getSetCookie();
+    // Every cookie better-auth sets over https carries the prefix, none the weaker __Secure-.
+    expect(cookies.length).toBeGreaterThan(0);
+    expect(cookies.every((c) => c.startsWith('__Host-waypost.'))).toBe(true);
+    const session = cookies.find((c) => c.startsWith('__Host-waypost.session_token='));
     expect(session).toMatch(/;\s*Secure/i);
     expect(session).toMatch(/;\s*HttpOnly/i);
     expect(session).toMatch(/;\s*SameSite=Lax/i);
+    expect(session).toMatch(/;\s*Path=\/(;|$)/i);
+    expect(session).not.toMatch(/;\s*Domain=/i);
+    // The request proxy knows the name (it lets the visitor through to the console) and better-auth reads it back.
+    const { SESSION_COOKIE_NAMES } = await import('../../server/auth/cookies');
+    expect(SESSION_COOKIE_NAMES).toContain(session!.split('=')[0]);
+    const back = await auth.api.getSession({ headers: new Headers({ cookie: session!.split(';')[0]! }) });
+    expect(back?.user.email).toBe('frances@example.com');
   });
 
   it('without PUBLIC_URL the console is trusted at localhost and 127.0.0.1 on PORT', () => {

@@ -1,13 +1,14 @@
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BULK_ROWS_MAX, CHUNK_ROWS } from '../../server/trpc/bulk-enrollment';
-import type { Actor } from '../../server/trpc/trpc';
+import { CHUNK_ROWS } from '../../server/engine/enrollment-import/enroll-rows';
+import { BULK_ROWS_MAX } from '../../server/engine/enrollment-import/rows';
+import type { Actor } from '../../server/auth/actor';
 import { actorFor, callerFor } from '../support/callers';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { createProject, delayWorkflow, workflowFrom } from '../support/fixtures';
 
-// 10,000 rows in one call (issue 4): every row answered, memory bounded. Rows are
+// 10,000 rows in one call: every row answered, memory bounded. Rows are
 // enrolled CHUNK_ROWS per transaction from a stream, so the heap holds one chunk's work
 // and the per-row results, not the whole import's worth of intermediate objects.
 

@@ -96,7 +96,9 @@ describe('executions.list at 100,000 executions', () => {
   it('a deep page costs about what the first page costs (keyset, not OFFSET)', async () => {
     const first = await planOf({});
     const deep = await planOf(FILTERS.find(([name]) => name === 'a deep page')![1]());
-    expect(deep['Total Cost']).toBeLessThan(first['Total Cost'] * 3);
+    // Estimates from ANALYZE's sample: a keyset page 11 h deep estimates at about 3x the
+    // first (the range's start); an OFFSET to that depth would be thousands of times it.
+    expect(deep['Total Cost']).toBeLessThan(first['Total Cost'] * 5);
   });
 
   it('pages through a project of 50,000 executions without repeats, newest first', async () => {

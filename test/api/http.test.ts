@@ -1,9 +1,5 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
-import { existsSync, readdirSync, statSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import net from 'node:net';
-import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
 import { createTRPCClient, httpBatchLink, TRPCClientError } from '@trpc/client';
 import superjson from 'superjson';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,69 +7,19 @@ import { seedDemo } from '../../prisma/seed';
 import { generateApiKey } from '../../server/auth/api-keys';
 import type { AppRouter } from '../../server/trpc/root';
 import { freshDatabase, type TestDatabase } from '../support/database';
+import { startWebServer, type WebServer } from '../support/web-server';
 
-// The API as integrations meet it: a real `next start` server (the production build) on a
+// The API as integrations meet it: the product's web server (the production build) on a
 // fresh database with the demo seed, called over HTTP with an API key, both through tRPC
 // (superjson, batching) and through the plain JSON endpoints of /api/v1.
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
-const NEXT_CLI = createRequire(import.meta.url).resolve('next/dist/bin/next');
-/** What a build depends on: if any is newer than .next/BUILD_ID, the build is stale. */
-const BUILD_INPUTS = ['app', 'server', 'proxy.ts', 'next.config.js', 'package-lock.json', 'tsconfig.json', 'postcss.config.mjs'];
-
-function newestMtime(entry: string): number {
-  if (!existsSync(entry)) return 0;
-  const stat = statSync(entry);
-  if (!stat.isDirectory()) return stat.mtimeMs;
-  let newest = stat.mtimeMs;
-  for (const child of readdirSync(entry)) newest = Math.max(newest, newestMtime(path.join(entry, child)));
-  return newest;
-}
-
-/** Reuse the existing production build when it is newer than every source; build otherwise. */
-function ensureBuild(): void {
-  const buildId = path.join(ROOT, '.next', 'BUILD_ID');
-  const sources = Math.max(...BUILD_INPUTS.map((p) => newestMtime(path.join(ROOT, p))));
-  if (existsSync(buildId) && statSync(buildId).mtimeMs > sources) return;
-  console.log('http.test: .next is missing or older than the sources; running next build');
-  const build = spawnSync(process.execPath, [NEXT_CLI, 'build'], { cwd: ROOT, stdio: 'inherit', env: { ...process.env, NODE_ENV: 'production' } });
-  if (build.status !== 0) throw new Error(`next build failed (exit ${build.status ?? build.signal})`);
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 let t: TestDatabase;
-let server: ChildProcess | undefined;
-let serverLog = '';
+let server: WebServer | undefined;
 let base = '';
 let apiKey = '';
 let welcomeId = '';
 
-async function untilServing(url: string, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (server?.exitCode !== null && server?.exitCode !== undefined) throw new Error(`next start exited:\n${serverLog}`);
-    try {
-      if ((await fetch(url, { signal: AbortSignal.timeout(5_000) })).status === 200) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`next start did not answer ${url} within ${ms} ms:\n${serverLog}`);
-}
-
 beforeAll(async () => {
-  ensureBuild();
   t = await freshDatabase();
   await seedDemo(t.db);
   const demo = await t.db.project.findUniqueOrThrow({ where: { name: 'demo' } });
@@ -82,26 +28,12 @@ beforeAll(async () => {
   const key = generateApiKey();
   await t.db.apiKey.create({ data: { projectId: demo.id, name: 'http test backend', role: 'MARKETER', prefix: key.prefix, hashedSecret: key.hashedSecret } });
   apiKey = key.secret;
-
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  server = spawn(process.execPath, [NEXT_CLI, 'start', '-p', String(port), '-H', '127.0.0.1'], {
-    cwd: ROOT,
-    env: { ...process.env, NODE_ENV: 'production', DATABASE_URL: t.url, PORT: String(port), AUTH_SECRET: randomBytes(32).toString('base64url') },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  server.stdout!.on('data', (chunk: Buffer) => (serverLog += chunk.toString()));
-  server.stderr!.on('data', (chunk: Buffer) => (serverLog += chunk.toString()));
-  await untilServing(`${base}/api/v1/openapi.json`, 90_000);
+  server = await startWebServer(t.url);
+  base = server.base;
 }, 900_000);
 
 afterAll(async () => {
-  if (server && server.exitCode === null) {
-    const exited = new Promise((r) => server!.once('exit', r));
-    server.kill('SIGTERM');
-    await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
-    if (server.exitCode === null) server.kill('SIGKILL');
-  }
+  await server?.stop();
   await t?.drop();
 });
 
@@ -258,5 +190,177 @@ describe('REST endpoints for integrations (/api/v1)', () => {
     expect(enroll.security).toBeDefined();
     expect(doc.paths['/events']!.post!.requestBody!.content['application/json']!.schema.properties).toHaveProperty('idempotencyKey');
     expect(Object.values(doc.components.securitySchemes)).toContainEqual(expect.objectContaining({ type: 'http', scheme: 'bearer' }));
+  });
+});
+
+describe('the HTTP edge under malformed input: never a 5xx, nothing written', () => {
+  async function ownerSession(): Promise<string> {
+    const res = await fetch(`${base}/api/auth/sign-in/email`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: base, 'x-forwarded-for': '203.0.113.80' },
+      body: JSON.stringify({ email: 'owner@demo.waypost.dev', password: 'waypost-demo' }),
+    });
+    expect(res.status).toBe(200);
+    return res.headers
+      .getSetCookie()
+      .map((c) => c.split(';')[0])
+      .join('; ');
+  }
+
+  const writes = async () =>
+    Number(
+      (
+        await t.query<{ n: string }>(
+          `SELECT (SELECT count(*) FROM "AuditEntry") + (SELECT count(*) FROM "Contact") + (SELECT count(*) FROM "WorkflowExecution") + (SELECT count(*) FROM "Event") AS n`,
+        )
+      )[0]!.n,
+    );
+
+  it('malformed percent-encodings, cookies, headers and bodies are answered 4xx', async () => {
+    const session = await ownerSession();
+    const before = await writes();
+    const paths = [
+      '/api/trpc/%E0%A4%A',
+      '/api/trpc/%',
+      '/api/trpc/%C0%AF,health.invariants',
+      '/api/trpc/health.invariants?input=%E0%A4%A',
+      '/api/trpc/executions.list?input=%7B',
+      '/api/trpc/executions.list?batch=1&input=%7B%220%22%3A1',
+      '/api/v1/%E0%A4%A',
+      '/api/v1/enrollments%FF',
+      '/api/auth/%E0%A4%A',
+      '/api/auth/get-session?x=%E0',
+    ];
+    const identities: Record<string, string>[] = [
+      {},
+      { authorization: `Bearer ${apiKey}` },
+      { cookie: session },
+      { cookie: `${session}; waypost_project=%E0%A4%A` },
+      { cookie: `${session}; waypost_project=${'x'.repeat(4000)}` },
+      { cookie: `${session}; waypost_project=%00` },
+      { authorization: 'Bearer %E0%A4%A' },
+      { authorization: `Bearer ${'é'.repeat(300)}` },
+      { cookie: 'waypost.session_token=%E0%A4%A' },
+    ];
+    const bodies: (string | undefined)[] = [undefined, '{', '[]', '{"json":', `${'['.repeat(20_000)}${']'.repeat(20_000)}`, '\u0000\uffff'];
+    const answers: string[] = [];
+    for (const p of paths) {
+      for (const headers of identities) {
+        for (const [method, body] of [['GET', undefined] as const, ...bodies.map((b) => ['POST', b] as const)]) {
+          const res = await fetch(`${base}${p}`, { method, headers: { 'content-type': 'application/json', origin: base, ...headers }, body });
+          if (res.status >= 500) answers.push(`${method} ${p} ${JSON.stringify(Object.keys(headers))} -> ${res.status}`);
+          await res.arrayBuffer();
+        }
+      }
+    }
+    expect(answers).toEqual([]);
+    // The console's pages too, with a malformed project cookie.
+    for (const page of ['/', '/executions', '/executions?status=%E0%A4%A', '/audit', '/stuck']) {
+      const res = await fetch(`${base}${page}`, { headers: { cookie: `${session}; waypost_project=%E0%A4%A` }, redirect: 'manual' });
+      expect(res.status, page).toBeLessThan(500);
+    }
+    expect(await writes()).toBe(before);
+  }, 300_000);
+
+  it('an undecodable path is a 400 with a sentence', async () => {
+    const res = await fetch(`${base}/api/trpc/%E0%A4%A`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}` } });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/not valid percent-encoding/);
+  });
+});
+
+describe('security headers', () => {
+  it('pages carry a nonce-based policy that forbids framing; API answers a policy that loads nothing; assets are nosniff', async () => {
+    const page = await fetch(`${base}/sign-in`);
+    const csp = page.headers.get('content-security-policy') ?? '';
+    const nonce = csp.match(/'nonce-([A-Za-z0-9+/=]+)'/)?.[1];
+    expect(nonce).toBeTruthy();
+    expect(csp).toContain(`frame-ancestors 'none'`);
+    expect(csp).toContain(`object-src 'none'`);
+    expect(csp).not.toContain('unsafe-eval');
+    const html = await page.text();
+    // Every script of the page carries this response's nonce, and the next response has another.
+    const scripts = [...html.matchAll(/<script\b[^>]*>/g)].map((m) => m[0]);
+    expect(scripts.length).toBeGreaterThan(0);
+    expect(scripts.every((tag) => tag.includes(`nonce="${nonce}"`))).toBe(true);
+    const again = (await fetch(`${base}/sign-in`)).headers.get('content-security-policy');
+    expect(again).not.toBe(csp);
+
+    const api = await fetch(`${base}/api/trpc/health.invariants`);
+    expect(api.headers.get('content-security-policy')).toBe(`default-src 'none'; frame-ancestors 'none'`);
+    const asset = html.match(/src="(\/_next\/static\/[^"]+\.js)"/)?.[1];
+    expect(asset).toBeTruthy();
+    for (const res of [page, api, await fetch(`${base}${asset}`), await fetch(`${base}/api/v1/openapi.json`)]) {
+      expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+      expect(res.headers.get('referrer-policy')).toBe('strict-origin-when-cross-origin');
+      expect(res.headers.get('x-frame-options')).toBe('DENY');
+      // Served over http here: no HSTS (it would pin a plain-http site).
+      expect(res.headers.get('strict-transport-security')).toBeNull();
+    }
+  });
+});
+
+describe('bounded work per request', () => {
+  it('a batch of more than MAX_BATCH_SIZE calls is refused with 400 before any runs; one of that size is served', async () => {
+    const { MAX_BATCH_SIZE } = await import('../../server/trpc/batch');
+    const batch = (n: number) =>
+      fetch(`${base}/api/trpc/${Array.from({ length: n }, () => 'health.invariants').join(',')}?batch=1&input=${encodeURIComponent(JSON.stringify({}))}`, {
+        headers: { authorization: `Bearer ${apiKey}` },
+      });
+    const ok = await batch(MAX_BATCH_SIZE);
+    expect(ok.status).toBe(200);
+    expect(((await ok.json()) as unknown[]).length).toBe(MAX_BATCH_SIZE);
+    const refused = await batch(200);
+    expect(refused.status).toBe(400);
+    expect(await refused.text()).toContain('Batch call exceeds maximum size');
+    expect((await batch(MAX_BATCH_SIZE + 1)).status).toBe(400);
+  });
+});
+
+describe('sign-in floods', () => {
+  /** A sign-in from a real local address (127.x.y.z: each its own client to the server), optionally claiming another in X-Forwarded-For. */
+  function attempt(email: string, password: string, from: string, forged?: string): Promise<{ status: number; retryAfter: string | null; body: string }> {
+    const url = new URL(`${base}/api/auth/sign-in/email`);
+    const body = JSON.stringify({ email, password });
+    return new Promise((resolve, reject) => {
+      const req = httpRequest(
+        {
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          method: 'POST',
+          localAddress: from,
+          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), origin: base, ...(forged ? { 'x-forwarded-for': forged } : {}) },
+        },
+        (res) => {
+          let text = '';
+          res.on('data', (c: Buffer) => (text += c.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, retryAfter: (res.headers['retry-after'] as string | undefined) ?? null, body: text }));
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
+  }
+
+  it('a forged X-Forwarded-For is not an address: one client claiming a new one each time still meets the per-address limit', async () => {
+    const answers: number[] = [];
+    for (let i = 0; i < 8; i++) answers.push((await attempt('operator@demo.waypost.dev', `wrong ${i}`, '127.0.3.1', `198.51.100.${i + 1}`)).status);
+    expect(answers.filter((s) => s === 401).length).toBeLessThanOrEqual(5);
+    expect(answers.slice(5)).toEqual([429, 429, 429]);
+  });
+
+  it('30 wrong passwords for one account at once from 30 addresses: 10 are tried, 20 refused with 429 and Retry-After', async () => {
+    const { ACCOUNT_MAX_FAILURES } = await import('../../server/auth/sign-in-limit');
+    const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => attempt('marketer@demo.waypost.dev', `wrong password ${i}`, `127.0.1.${i + 1}`)));
+    const statuses = answers.map((r) => r.status);
+    expect(statuses.filter((s) => s === 401)).toHaveLength(ACCOUNT_MAX_FAILURES);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(30 - ACCOUNT_MAX_FAILURES);
+    const refused = answers.find((r) => r.status === 429)!;
+    expect(Number(refused.retryAfter)).toBeGreaterThan(60);
+    expect((JSON.parse(refused.body) as { code: string }).code).toBe('TOO_MANY_ATTEMPTS');
+    // Even the right password waits now, from any address; another account is not affected.
+    expect((await attempt('marketer@demo.waypost.dev', 'waypost-demo', '127.0.2.1')).status).toBe(429);
+    expect((await attempt('viewer@demo.waypost.dev', 'waypost-demo', '127.0.2.2')).status).toBe(200);
   });
 });

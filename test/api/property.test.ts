@@ -3,9 +3,10 @@ import { TRPCError } from '@trpc/server';
 import { getHTTPStatusCodeFromError } from '@trpc/server/http';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEngineContext, runWorkerOnce } from '../../server/engine';
+import { createEngineContext } from '../../server/engine/context';
+import { runWorkerOnce } from '../../server/engine/worker';
 import { appRouter } from '../../server/trpc/root';
-import type { Actor } from '../../server/trpc/trpc';
+import type { Actor } from '../../server/auth/actor';
 import { actorFor, callerFor } from '../support/callers';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { createProject, waitWorkflow, workflowFrom } from '../support/fixtures';
@@ -182,6 +183,8 @@ function baselines(): Record<string, unknown> {
     'contacts.upsert': { email: 'base@example.com', data: { plan: 'pro' } },
     'contacts.list': { search: 'se', limit: 10 },
     'contacts.get': { id: known.contactId },
+    'contacts.update': { id: known.contactId, data: { plan: 'pro' }, expectedUpdatedAt: '2026-01-01T00:00:00.000Z' },
+    'contacts.setSubscribed': { id: known.contactId, subscribed: true },
     'workflows.get': { id: known.workflowId },
     'workflows.create': waitWorkflow({ name: 'base workflow' }),
     'workflows.setEnabled': { id: known.workflowId, enabled: true },
@@ -193,6 +196,8 @@ function baselines(): Record<string, unknown> {
     'executions.list': { workflowId: known.workflowId, status: ['WAITING'], stuck: ['WAIT_OVERDUE'], contact: 'seed', limit: 5 },
     'executions.get': { id: known.executionId },
     'executions.stats': { workflowId: known.workflowId },
+    'overview.throughput': { minutes: 60 },
+    'overview.recentFailures': { limit: 10 },
     'repair.stuck': { reason: 'WAIT_OVERDUE', workflowId: known.workflowId, limit: 5 },
     'repair.preview': { executionId: known.executionId, action: 'CANCEL' },
     'repair.applyOne': { executionId: known.executionId, action: 'CANCEL', expectedVersion: 999, reason: 'property test' },
@@ -200,7 +205,11 @@ function baselines(): Record<string, unknown> {
     'audit.list': { targetId: known.executionId, limit: 5 },
     'apiKeys.create': { name: 'property key', role: 'VIEWER' },
     'apiKeys.revoke': { id: randomUUID() },
-    'members.add': { email: 'member@example.com', password: 'a long enough password', name: 'Member', role: 'VIEWER' },
+    'members.add': { email: 'member@example.com', role: 'VIEWER' },
+    'members.revokeInvitation': { id: randomUUID() },
+    'invitations.accept': { id: randomUUID() },
+    'invitations.decline': { id: randomUUID() },
+    'invitations.createAccount': { token: 'A'.repeat(43), name: 'Member', password: 'a long enough password' },
     'members.setRole': { userId: 'no-such-user', role: 'VIEWER' },
     'members.remove': { userId: 'no-such-user' },
   };
@@ -344,7 +353,10 @@ describe('text is stored and shown verbatim', () => {
           expect(got.data).toEqual(data);
           expect((got.data as { note: string }).note).toBe(text);
 
-          const idempotencyKey = text.trim() === text && text.length > 0 ? text : undefined;
+          // Keys are unique per project; the run's own prefix keeps a key another test used (e.g. "_") from
+          // answering with that test's event.
+          const keyed = `${n}:${text}`;
+          const idempotencyKey = text.trim() === text && text.length > 0 && keyed.length <= 200 ? keyed : undefined;
           const { eventId } = await caller.events.track({ name: 'verbatim', email, data: { text }, idempotencyKey });
           const stored = await t.db.event.findUniqueOrThrow({ where: { id: eventId } });
           expect(stored.data).toEqual({ text });

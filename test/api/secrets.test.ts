@@ -2,6 +2,7 @@ import { fetchRequestHandler } from '@trpc/server/adapters/fetch';
 import { verifyPassword } from 'better-auth/crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashApiKey } from '../../server/auth/api-keys';
+import { hashInvitationToken } from '../../server/auth/invitations';
 import { authFor } from '../../server/auth/auth';
 import { appRouter } from '../../server/trpc/root';
 import { freshDatabase, type TestDatabase } from '../support/database';
@@ -11,7 +12,8 @@ import { authRequest, contextOf, cookieHeaderFrom, createPerson, TEST_ORIGIN } f
 // Passwords and API keys are the two secrets the product handles. Neither may leave the
 // place it belongs (the person's head, the integration's config): not in a log line, an
 // audit entry or an API answer. This walks a real session of an owner — signing in,
-// making a key, adding a member with a password, the key calling the API — through the
+// making a key, inviting a member who sets their password from the link (whose token is a
+// secret too: only the inviter's answer shows it), the key calling the API — through the
 // real HTTP handlers, capturing everything written to the console meanwhile, and then
 // searches every captured byte, every audit entry and every answer for the secrets and
 // for their hashes (a hash in a response is as good as a password to an offline attack).
@@ -71,6 +73,9 @@ interface Session {
   responses: string[];
   apiKey: string;
   ownerCookie: string;
+  /** The invitation link's token, and the one answer allowed to carry it. */
+  invitationToken: string;
+  inviteAnswer: string;
 }
 let session: Session;
 
@@ -82,6 +87,8 @@ beforeAll(async () => {
   const responses: string[] = [];
   let apiKey = '';
   let ownerCookie = '';
+  let invitationToken = '';
+  let inviteAnswer = '';
   const output = await captureOutput(async () => {
     const wrong = await authRequest(t.db, 'sign-in/email', { body: { email: 'owner@secrets.example.com', password: WRONG_PASSWORD }, ip: '203.0.113.1' });
     responses.push(await wrong.text());
@@ -94,9 +101,16 @@ beforeAll(async () => {
     const created = await trpc('apiKeys.create', 'mutation', owner, { name: 'shop backend', role: 'MARKETER' });
     expect(created.status).toBe(200);
     apiKey = (JSON.parse(created.text) as { result: { data: { json: { secret: string } } } }).result.data.json.secret;
-    const added = await trpc('members.add', 'mutation', owner, { email: 'new@secrets.example.com', password: MEMBER_PASSWORD, role: 'VIEWER' });
-    expect(added.status).toBe(200);
-    responses.push(added.text);
+    const invited = await trpc('members.add', 'mutation', owner, { email: 'new@secrets.example.com', role: 'VIEWER' });
+    expect(invited.status).toBe(200);
+    inviteAnswer = invited.text;
+    invitationToken = /\/invitations\/([A-Za-z0-9_-]{43})/.exec(invited.text)![1]!;
+    const joined = await trpc('invitations.createAccount', 'mutation', {}, { token: invitationToken, name: 'New', password: MEMBER_PASSWORD });
+    expect(joined.status, joined.text).toBe(200);
+    responses.push(joined.text);
+    // The same link again, and with a password that breaks the rules: no refusal may quote either.
+    responses.push((await trpc('invitations.createAccount', 'mutation', {}, { token: invitationToken, name: 'New', password: MEMBER_PASSWORD })).text);
+    responses.push((await trpc('invitations.createAccount', 'mutation', {}, { token: invitationToken, name: 'New', password: 'short' })).text);
 
     // The key at work, and a mistyped key: neither answer may echo it.
     const asKey = { authorization: `Bearer ${apiKey}` };
@@ -105,12 +119,13 @@ beforeAll(async () => {
     const mistyped = await trpc('contacts.list', 'query', { authorization: `Bearer ${apiKey.slice(0, -1)}x` }, {});
     expect(mistyped.status).toBe(401);
     responses.push(mistyped.text);
-    // A members call with a password that breaks the rules: the refusal must not quote it.
-    responses.push((await trpc('members.add', 'mutation', owner, { email: 'short@secrets.example.com', password: 'short', role: 'VIEWER' })).text);
+    // members.add no longer takes a password: the refusal must not quote it.
+    responses.push((await trpc('members.add', 'mutation', owner, { email: 'short@secrets.example.com', password: MEMBER_PASSWORD, role: 'VIEWER' })).text);
 
     for (const [path, input] of [
       ['apiKeys.list', undefined],
       ['members.list', undefined],
+      ['members.invitations', undefined],
       ['contacts.list', {}],
       ['audit.list', { limit: 200 }],
     ] as const) {
@@ -121,7 +136,7 @@ beforeAll(async () => {
     const sessionAnswer = await authFor(t.db).handler(new Request(`${TEST_ORIGIN}/api/auth/get-session`, { headers: { cookie: ownerCookie } }));
     responses.push(await sessionAnswer.text());
   });
-  session = { output, responses, apiKey, ownerCookie };
+  session = { output, responses, apiKey, ownerCookie, invitationToken, inviteAnswer };
 });
 afterAll(() => t.drop());
 
@@ -134,6 +149,7 @@ async function secrets(): Promise<Record<string, string>> {
     'mistyped password': WRONG_PASSWORD,
     'API key': session.apiKey,
     'API key hash': hashApiKey(session.apiKey),
+    'invitation token hash': hashInvitationToken(session.invitationToken),
     ...Object.fromEntries(accounts.map((a, i) => [`password hash ${i}`, a.password])),
   };
 }
@@ -148,18 +164,25 @@ describe('passwords and API keys never leak', () => {
   it('the session really used the secrets (the searches below are not vacuous)', async () => {
     expect(session.apiKey).toMatch(/^wp_[0-9A-Za-z]{40}$/);
     expect(session.responses.length).toBeGreaterThan(8);
-    expect(await t.db.auditEntry.count({ where: { action: { in: ['apiKeys.create', 'members.add'] } } })).toBeGreaterThanOrEqual(2);
+    expect(await t.db.auditEntry.count({ where: { action: { in: ['apiKeys.create', 'members.add', 'invitations.createAccount'] } } })).toBeGreaterThanOrEqual(3);
     expect(await t.db.apiKey.findFirstOrThrow({ where: { name: 'shop backend' } })).toMatchObject({ lastUsedAt: expect.any(Date) });
   });
 
   it('not in anything written to the console or stdout/stderr', async () => {
-    expect(leaks(session.output, await secrets())).toEqual([]);
+    expect(leaks(session.output, { ...(await secrets()), 'invitation token': session.invitationToken })).toEqual([]);
   });
 
   it('not in any audit entry', async () => {
     const entries = await t.query(`SELECT * FROM "AuditEntry"`);
     expect(entries.length).toBeGreaterThan(0);
-    expect(leaks(JSON.stringify(entries), await secrets())).toEqual([]);
+    expect(leaks(JSON.stringify(entries), { ...(await secrets()), 'invitation token': session.invitationToken })).toEqual([]);
+  });
+
+  it('the invitation link is in the inviter’s answer, and in no other', async () => {
+    expect(session.inviteAnswer).toContain(session.invitationToken);
+    expect(leaks(session.inviteAnswer, await secrets())).toEqual([]);
+    expect(leaks(session.responses.join('\n'), { 'invitation token': session.invitationToken })).toEqual([]);
+    expect(JSON.stringify(await t.query(`SELECT * FROM "Invitation"`))).not.toContain(session.invitationToken);
   });
 
   it('not in any API answer, the key list, the member list and the session included', async () => {

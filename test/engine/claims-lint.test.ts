@@ -2,14 +2,16 @@ import { describe, expect, it } from 'vitest';
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
+import { exportedFunctions, statementsOf } from '../support/claims-source';
 
-// A lint over the claims module (issue 3): every exported claim is one SQL statement in a
-// Prisma tagged template, guarded by a version or status predicate, documented with the
-// invariant it protects. And nowhere in the server is SQL built from strings.
+// A lint over the claims folder (server/engine/claims/): every exported claim is
+// one SQL statement in a Prisma tagged template, guarded by a version or status predicate
+// (the shared fragments it uses written out), documented with the invariant it protects.
+// Every statement of the folder opens with a comment naming its function, so
+// pg_stat_activity and lock waits say which claim is running. And nowhere in the server
+// is SQL built from strings.
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
-const file = path.join(ROOT, 'server/engine/claims.ts');
-const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
 
 interface Claim {
   name: string;
@@ -17,30 +19,18 @@ interface Claim {
   sql: string[];
 }
 
+/** Every exported function of the folder that sends SQL, with its statements. */
+function functions(): Claim[] {
+  return exportedFunctions().map(({ name, node }) => ({
+    name,
+    doc: ts.getJSDocCommentsAndTags(node).map((d) => d.getText()).join('\n'),
+    sql: statementsOf(node),
+  }));
+}
+
 function claims(): Claim[] {
-  const found: Claim[] = [];
-  source.forEachChild((node) => {
-    if (!ts.isFunctionDeclaration(node) || !node.name) return;
-    if (!node.modifiers?.some((m) => m.kind === ts.SyntaxKind.ExportKeyword)) return;
-    const name = node.name.text;
-    if (/^(read|find|is|lock)/.test(name)) return; // reads and locks, not state changes
-    const sql: string[] = [];
-    const visit = (n: ts.Node) => {
-      if (ts.isTaggedTemplateExpression(n) && /\$(queryRaw|executeRaw)$/.test(n.tag.getText())) {
-        const t = n.template;
-        sql.push(
-          ts.isNoSubstitutionTemplateLiteral(t)
-            ? t.text
-            : [t.head.text, ...t.templateSpans.map((s) => `$x${s.literal.text}`)].join(''),
-        );
-      }
-      n.forEachChild(visit);
-    };
-    node.body?.forEachChild(visit);
-    const doc = ts.getJSDocCommentsAndTags(node).map((d) => d.getText()).join('\n');
-    found.push({ name, doc, sql });
-  });
-  return found;
+  // Reads and locks are not state changes.
+  return functions().filter((f) => !/^(read|find|is|lock)/.test(f.name));
 }
 
 describe('claims lint', () => {
@@ -59,6 +49,16 @@ describe('claims lint', () => {
     const guarded = /\bversion\s*=\s*\$x|\bstatus\s*(=|IN)|"resolvedBy" IS NULL|"leaseOwner" = \$x|"processedAt" IS NULL|ON CONFLICT/i.test(sql);
     expect(guarded, 'a version, status, lease or uniqueness predicate').toBe(true);
     expect(claim.doc, 'its comment names the invariant it protects').toMatch(/\bI[1-8]\b/);
+  });
+
+  const named = functions().filter((f) => f.sql.length > 0);
+
+  it('finds the statements to name', () => {
+    expect(named.map((f) => f.name)).toEqual(expect.arrayContaining(['readExecutionState', 'lockDueWaits', 'claimWait', 'retryStep', 'readMessageState']));
+  });
+
+  it.each(named.map((f) => [f.name, f] as const))('%s opens each of its statements with a comment naming it', (name, f) => {
+    for (const sql of f.sql) expect(sql.trimStart().split('\n')[0]!.trim(), 'the first line of its SQL').toBe(`-- ${name}`);
   });
 
   it('no SQL is built from strings anywhere in the server', () => {

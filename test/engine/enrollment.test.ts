@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEngineContext, enroll, runWorkerOnce, storeEvent } from '../../server/engine';
+import { createEngineContext } from '../../server/engine/context';
+import { enroll } from '../../server/engine/enrollment';
+import { storeEvent } from '../../server/engine/events';
+import { runWorkerOnce } from '../../server/engine/worker';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { createContact, createProject, delayWorkflow, workflowFrom } from '../support/fixtures';
 

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEngineContext, dispatchEvent, enroll, processDueEvents, runWorkerOnce, trackEvent } from '../../server/engine';
-import { claimStep } from '../../server/engine/claims';
-import { runClaimedStep } from '../../server/engine/runner';
+import { createEngineContext } from '../../server/engine/context';
+import { enroll } from '../../server/engine/enrollment';
+import { dispatchEvent, processDueEvents, trackEvent } from '../../server/engine/events';
+import { runWorkerOnce } from '../../server/engine/worker';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { createContact, createProject, delayWorkflow, waitWorkflow, workflowFrom } from '../support/fixtures';
 

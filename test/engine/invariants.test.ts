@@ -1,17 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../server/db';
-import {
-  checkInvariants,
-  createEngineContext,
-  deliverQueuedMessages,
-  enroll,
-  runWorkerOnce,
-  storeEvent,
-  trackEvent,
-  type InvariantResult,
-  type MailTransport,
-  type WorkflowInput,
-} from '../../server/engine';
+import { createEngineContext } from '../../server/engine/context';
+import type { WorkflowInput } from '../../server/engine/definition';
+import { enroll } from '../../server/engine/enrollment';
+import { storeEvent, trackEvent } from '../../server/engine/events';
+import { checkInvariants, type InvariantResult } from '../../server/engine/invariants';
+import { deliverQueuedMessages } from '../../server/engine/sender';
+import type { MailTransport } from '../../server/engine/transport';
+import { runWorkerOnce } from '../../server/engine/worker';
 import {
   claimEventDispatch,
   claimQueuedMessages,
@@ -21,13 +17,13 @@ import {
   failStep,
 } from '../../server/engine/claims';
 import { countStuck } from '../../server/repair/stuck';
-import type { Actor } from '../../server/trpc/trpc';
+import type { Actor } from '../../server/auth/actor';
 import { actorFor, callerFor } from '../support/callers';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { runStepsOnly } from '../support/drive';
 import { createContact, createProject, delayWorkflow, waitWorkflow, workflowFrom } from '../support/fixtures';
 
-// Issue 8, point 7: the invariant queries (server/engine/invariants.ts) must see nothing
+// The invariant queries (server/engine/invariants.ts) must see nothing
 // wrong on a healthy database full of real executions in every state the engine and its
 // operators leave, and each one must fire on a hand-made violation of it. The healthy
 // database is made only by the engine (enrollment, workers, events, timers, failures,
@@ -36,8 +32,8 @@ import { createContact, createProject, delayWorkflow, waitWorkflow, workflowFrom
 
 type Counts = Partial<Record<InvariantResult['id'], number>>;
 
-async function violations(db: Db): Promise<Counts> {
-  const results = await checkInvariants(db);
+async function violations(db: Db, projectId?: string): Promise<Counts> {
+  const results = await checkInvariants(db, { projectId });
   return Object.fromEntries(results.filter((r) => r.violations > 0).map((r) => [r.id, r.violations]));
 }
 
@@ -286,11 +282,16 @@ describe('invariant queries on a healthy run', () => {
 describe('each invariant query fires on a hand-made violation', () => {
   let t: TestDatabase;
   let run: Healthy;
+  /** A second, healthy project: a violation of the first is never counted in its health panel. */
+  let bystander: Healthy;
   beforeAll(async () => {
     t = await freshDatabase();
+    // The bystander first: a run drives every project's due work, and the states the
+    // violations below are made from must be the ones the main run left.
+    bystander = await healthyRun(t);
     run = await healthyRun(t);
     expect(await violations(t.db)).toEqual({});
-  }, 120_000);
+  }, 240_000);
   afterAll(async () => t?.drop());
 
   /** Make a violation in a transaction, check the counts, and roll it back. */
@@ -300,6 +301,10 @@ describe('each invariant query fires on a hand-made violation', () => {
       .$transaction(async (tx) => {
         for (let i = 0; i < sql.length; i++) await tx.$executeRawUnsafe(sql[i]!, ...(params[i] ?? []));
         counts = await violationsIn(tx as unknown as Db);
+        // health.invariants counts the caller's project only: the
+        // violated project sees all of it, the other project none of it.
+        expect(await violationsIn(tx as unknown as Db, run.projectId), 'in the violated project').toEqual(counts);
+        expect(await violationsIn(tx as unknown as Db, bystander.projectId), 'in another project').toEqual({});
         throw new Rollback();
       })
       .catch((e: unknown) => {
@@ -350,8 +355,9 @@ describe('each invariant query fires on a hand-made violation', () => {
           `DROP INDEX "WorkflowExecution_active_workflowId_contactId_key"`,
           `INSERT INTO "WorkflowExecution"(id, "projectId", "workflowId", "contactId", status, "sourceEventId", "finishedAt", "updatedAt")
            SELECT gen_random_uuid(), "projectId", "workflowId", "contactId", 'COMPLETED', "sourceEventId", now(), now()
-             FROM "WorkflowExecution" WHERE "sourceEventId" IS NOT NULL LIMIT 1`,
+             FROM "WorkflowExecution" WHERE "sourceEventId" IS NOT NULL AND "projectId" = $1::uuid LIMIT 1`,
         ],
+        [[], [], [run.projectId]],
       ),
     ).toEqual({ I3: 1 });
   });
@@ -428,7 +434,9 @@ describe('each invariant query fires on a hand-made violation', () => {
   });
 
   it('I7: an accepted event that is in no visible state (processed and dead-lettered at once)', async () => {
-    expect(await violated([`UPDATE "Event" SET "processedAt" = now() WHERE "deadAt" IS NOT NULL`])).toEqual({ I7: 1 });
+    expect(await violated([`UPDATE "Event" SET "processedAt" = now() WHERE "deadAt" IS NOT NULL AND "projectId" = $1::uuid`], [[run.projectId]])).toEqual({
+      I7: 1,
+    });
   });
 
   it('I7: an email left SENDING with no lease (never listed, never taken)', async () => {

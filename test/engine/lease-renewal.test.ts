@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { enroll } from '../../server/engine';
+import { enroll } from '../../server/engine/enrollment';
 import { claimStep, renewLease, type StepClaim } from '../../server/engine/claims';
 import { applyRepair } from '../../server/repair/actions';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { createContact, createProject, delayWorkflow, workflowFrom } from '../support/fixtures';
 
-// Issue 8, point 5: a lease renewal must never revive a lease that already ran out. A
+// A lease renewal must never revive a lease that already ran out. A
 // worker that stalled past its lease has lost its step: an operator's RETRY_STEP (or
 // another worker) may take it, and a late renewal must not quietly put it back.
 

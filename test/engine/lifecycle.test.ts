@@ -1,7 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEngineContext, enroll, runWorkerOnce, trackEvent, totalViolations, checkInvariants } from '../../server/engine';
+import { createEngineContext } from '../../server/engine/context';
+import { enroll } from '../../server/engine/enrollment';
+import { trackEvent } from '../../server/engine/events';
+import { totalViolations, checkInvariants } from '../../server/engine/invariants';
+import { runWorkerOnce } from '../../server/engine/worker';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { createProject, delayWorkflow, waitWorkflow, workflowFrom } from '../support/fixtures';
+import { expectNoViolations } from '../support/race';
 
 let t: TestDatabase;
 beforeAll(async () => {
@@ -54,17 +59,22 @@ describe('an execution from enrollment to the end', () => {
     expect(await checkInvariants(t.db)).toSatisfy((r: { violations: number }[]) => r.every((i) => i.violations === 0));
   });
 
-  it('a DELAY of 0 goes through the timer and continues', async () => {
+  it('a DELAY of 0 continues at once, recorded as its timer would resolve it', async () => {
     const ctx = createEngineContext(t.db);
     const project = await createProject(t.db);
     const wf = await workflowFrom(t.db, project.id, delayWorkflow(0));
     const enrolled = await enroll(t.db, { projectId: project.id, workflowId: wf.id, email: 'cy@example.com' });
     const executionId = (enrolled as { executionId: string }).executionId;
     const counts = await runWorkerOnce(ctx);
-    expect(counts.waits).toBe(1);
+    // No park/wake round trip: nothing was left for the timer.
+    expect(counts.waits).toBe(0);
     const execution = await t.db.workflowExecution.findUniqueOrThrow({ where: { id: executionId } });
     expect(execution.status).toBe('COMPLETED');
     const pause = await t.db.stepExecution.findFirstOrThrow({ where: { executionId, step: { key: 'pause' } } });
     expect(pause).toMatchObject({ resolvedBy: 'TIMEOUT', resolvedBranch: null, status: 'COMPLETED' });
+    expect(pause.dueAt).not.toBeNull();
+    expect(pause.resolvedAt).not.toBeNull();
+    expect(pause.output).toMatchObject({ delaySeconds: 0, resolvedBy: 'TIMEOUT', branch: null });
+    await expectNoViolations(t.db, 'after a DELAY of 0');
   });
 });

@@ -1,11 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEngineContext, deliverQueuedMessages, enroll, type MailTransport } from '../../server/engine';
+import { createEngineContext } from '../../server/engine/context';
+import { enroll } from '../../server/engine/enrollment';
+import { deliverQueuedMessages } from '../../server/engine/sender';
+import type { MailTransport } from '../../server/engine/transport';
 import { listStuck } from '../../server/repair/stuck';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { driveFromStart } from '../support/drive';
 import { createProject, workflowFrom } from '../support/fixtures';
 
-// Issue 8, point 6: once the transport has accepted an email, a failing database write
+// Once the transport has accepted an email, a failing database write
 // must never record it FAILED (an operator would resend it: a duplicate). The outcome
 // write is retried; if it keeps failing, the message stays SENDING and shows up as
 // MESSAGE_UNCONFIRMED once its lease runs out. The database failure is real: a trigger

@@ -1,15 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SMTPServer } from 'smtp-server';
 import type { AddressInfo } from 'node:net';
-import {
-  createEngineContext,
-  deliverQueuedMessages,
-  enroll,
-  logTransport,
-  runWorkerOnce,
-  smtpTransport,
-  type MailTransport,
-} from '../../server/engine';
+import { createEngineContext } from '../../server/engine/context';
+import { enroll } from '../../server/engine/enrollment';
+import { deliverQueuedMessages } from '../../server/engine/sender';
+import { logTransport, smtpTransport, type MailTransport } from '../../server/engine/transport';
+import { runWorkerOnce } from '../../server/engine/worker';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { createProject, workflowFrom } from '../support/fixtures';
 

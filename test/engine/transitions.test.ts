@@ -1,27 +1,19 @@
 import { describe, expect, it } from 'vitest';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
-import ts from 'typescript';
 import { ACTIVE_STATUSES, TRANSITIONS, type Transition } from '../../server/engine/transitions';
+import { exportedFunctions } from '../support/claims-source';
 
-// A lint over the state machine (issue 8, "Write the state machine down once"): every
-// exported claim of server/engine/claims.ts has an entry in server/engine/transitions.ts,
+// A lint over the state machine: every
+// exported claim of server/engine/claims/ has an entry in server/engine/transitions.ts,
 // every entry names a claim that exists, and the operators' claims read their
 // from-statuses from the table rather than spelling them out again.
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
-const file = path.join(ROOT, 'server/engine/claims.ts');
-const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
-
-/** Exported functions of claims.ts that change state (reads are named read*, find*, is*). */
+/** Exported functions of the claims folder that change state (reads are named read*, find*, is*). */
 function exportedClaims(): Map<string, string> {
   const found = new Map<string, string>();
-  source.forEachChild((node) => {
-    if (!ts.isFunctionDeclaration(node) || !node.name) return;
-    if (!node.modifiers?.some((m) => m.kind === ts.SyntaxKind.ExportKeyword)) return;
-    if (/^(read|find|is)/.test(node.name.text)) return;
-    found.set(node.name.text, node.body?.getText() ?? '');
-  });
+  for (const { name, node } of exportedFunctions()) {
+    if (/^(read|find|is)/.test(name)) continue;
+    found.set(name, node.body?.getText() ?? '');
+  }
   return found;
 }
 
@@ -54,7 +46,7 @@ describe('the transitions table', () => {
     expect(ACTIVE_STATUSES).toEqual(['RUNNING', 'WAITING']);
   });
 
-  // Issue 8 point 4's sweep: a claim that can make an execution active (a new row, or
+  // A claim that can make an execution active (a new row, or
   // one that had ended) can meet the I1 index; it must turn that into a value (ON
   // CONFLICT DO NOTHING, or unlessActiveExecution's savepoint), never an exception.
   it('every claim that can make an execution active again answers I1 with a value, not an exception', () => {

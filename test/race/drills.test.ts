@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { checkInvariants, enroll, notifyWorkers } from '../../server/engine';
+import { enroll } from '../../server/engine/enrollment';
+import { checkInvariants } from '../../server/engine/invariants';
+import { notifyWorkers } from '../../server/engine/wakeup';
 import { freshDatabase } from '../support/database';
-import { createProject, workflowFrom } from '../support/fixtures';
+import { createProject, twoEmailWorkflow, workflowFrom } from '../support/fixtures';
 import { startWorkerProcess, waitFor, type WorkerProcess } from '../support/processes';
 
 // A fault drill: the database drops every worker connection, again and again, while the
@@ -14,22 +16,7 @@ describe('fault drill: connections dropped under load', () => {
     const workers: WorkerProcess[] = [];
     try {
       const project = await createProject(t.db);
-      const wf = await workflowFrom(t.db, project.id, {
-        name: 'drill',
-        trigger: 'MANUAL',
-        allowReentry: true,
-        steps: [
-          { key: 'start', type: 'TRIGGER', name: 'Start', config: {} },
-          { key: 'a', type: 'SEND_EMAIL', name: 'A', config: { subject: 'A', body: 'a' } },
-          { key: 'pause', type: 'DELAY', name: 'Pause', config: { seconds: 0 } },
-          { key: 'b', type: 'SEND_EMAIL', name: 'B', config: { subject: 'B', body: 'b' } },
-        ],
-        transitions: [
-          { from: 'start', to: 'a', branch: null },
-          { from: 'a', to: 'pause', branch: null },
-          { from: 'pause', to: 'b', branch: null },
-        ],
-      });
+      const wf = await workflowFrom(t.db, project.id, twoEmailWorkflow({ name: 'drill', allowReentry: true }));
       for (let i = 0; i < 2; i++) workers.push(await startWorkerProcess(t.url, { concurrency: 8, env: { LEASE_SECONDS: '2' } }));
       const ids: string[] = [];
       for (let i = 0; i < 400; i++) {

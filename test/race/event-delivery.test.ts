@@ -1,15 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../server/db';
-import { checkInvariants, createEngineContext, dispatchEvent, enroll, runWorkerOnce, storeEvent, trackEvent } from '../../server/engine';
+import { createEngineContext } from '../../server/engine/context';
+import { enroll } from '../../server/engine/enrollment';
+import { dispatchEvent, storeEvent, trackEvent } from '../../server/engine/events';
+import { checkInvariants } from '../../server/engine/invariants';
+import { runWorkerOnce } from '../../server/engine/worker';
 import { claimStep, failStep, retryStep, type StepClaim } from '../../server/engine/claims';
 import { processDueWaits, runClaimedStep } from '../../server/engine/runner';
 import { applyRepair, previewRepair } from '../../server/repair/actions';
 import { seedDemo } from '../../prisma/seed';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { createContact, createProject, stepId, waitWorkflow, workflowFrom } from '../support/fixtures';
-import { fulfilled, racers, ROUNDS, type Racers } from '../support/race';
+import { expectNoViolations, fulfilled, racers, ROUNDS, type Racers } from '../support/race';
 
-// Event delivery is two-sided, and event time decides (issue 8, points 1 and 2; DESIGN.md
+// Event delivery is two-sided, and event time decides (DESIGN.md
 // section 4). An event resolves the waits already parked; a wait that parks looks back
 // for an event accepted since it began; the timer takes an event accepted before the
 // deadline; an event accepted after the deadline never resumes the wait. Every scenario
@@ -65,10 +69,6 @@ async function waitRow(executionId: string, waitStepId: string) {
   return row;
 }
 
-async function expectNoViolations(label: string) {
-  const bad = (await checkInvariants(t.db)).filter((r) => r.violations > 0);
-  expect(bad, label).toEqual([]);
-}
 
 describe('an event accepted before its wait is parked is not lost (point 1)', () => {
   // On 309b01c: the wait parked unresolved (resolvedBy null) although the event had been
@@ -85,7 +85,7 @@ describe('an event accepted before its wait is parked is not lost (point 1)', ()
     expect(await waitRow(x.executionId, wait)).toMatchObject({ resolvedBy: 'EVENT', resolvedBranch: 'EVENT', resumeEventId: eventId });
     const [exec] = await t.query(`SELECT status, "currentStepId" FROM "WorkflowExecution" WHERE id = $1`, [x.executionId]);
     expect(exec).toEqual({ status: 'RUNNING', currentStepId: await stepId(t.db, wf.id, 'thanks') });
-    await expectNoViolations('running');
+    await expectNoViolations(t.db, 'running');
   });
 
   it('the wait step FAILED and waits for its retry when the event is dispatched: the retry resolves it by EVENT', async () => {
@@ -101,7 +101,7 @@ describe('an event accepted before its wait is parked is not lost (point 1)', ()
     expect(await waitRow(x.executionId, wait)).toMatchObject({ resolvedBy: 'EVENT', resumeEventId: eventId });
     const [exec] = await t.query(`SELECT status FROM "WorkflowExecution" WHERE id = $1`, [x.executionId]);
     expect(exec.status).toBe('COMPLETED');
-    await expectNoViolations('failed');
+    await expectNoViolations(t.db, 'failed');
   });
 
   it('an operator reset the wait step (PENDING) when the event is dispatched: the next claim resolves it by EVENT', async () => {
@@ -119,7 +119,7 @@ describe('an event accepted before its wait is parked is not lost (point 1)', ()
     expect(ev.processedAt).not.toBeNull();
     await runWorkerOnce(ctxFor(t.db));
     expect(await waitRow(x.executionId, wait)).toMatchObject({ resolvedBy: 'EVENT', resumeEventId: eventId });
-    await expectNoViolations('pending');
+    await expectNoViolations(t.db, 'pending');
   });
 
   // The incident the demo seed leaves, repaired as an operator would in the console.
@@ -208,7 +208,7 @@ describe('an event accepted before its wait is parked is not lost (point 1)', ()
       const [ev] = await t.query(`SELECT "createdAt" FROM "Event" WHERE id = $1`, [eventId]);
       expect(ev.createdAt.getTime(), `round ${round}: the event was accepted after the wait began`).toBeGreaterThanOrEqual(row.startedAt.getTime());
       expect(row, `round ${round} (${claimInFlight ? 'claim' : 'park'} in flight)`).toMatchObject({ resolvedBy: 'EVENT', resumeEventId: eventId });
-      await expectNoViolations(`round ${round}`);
+      await expectNoViolations(t.db, `round ${round}`);
     }
   });
 });
@@ -246,7 +246,7 @@ describe('event time decides, not arrival order (point 2)', () => {
     expect(steps).not.toContain(await stepId(t.db, wf.id, 'reminder'));
     const [ctx] = await t.query(`SELECT context FROM "WorkflowExecution" WHERE id = $1`, [x.executionId]);
     expect(ctx.context.lastEvent.name).toBe('purchase');
-    await expectNoViolations('late dispatch');
+    await expectNoViolations(t.db, 'late dispatch');
   });
 
   // On 309b01c: the dispatch resumed the wait by EVENT (the timer had not fired yet).
@@ -265,7 +265,7 @@ describe('event time decides, not arrival order (point 2)', () => {
     await runWorkerOnce(ctxFor(t.db));
     const steps = (await t.query(`SELECT "stepId" FROM "StepExecution" WHERE "executionId" = $1`, [x.executionId])).map((s) => s.stepId);
     expect(steps).toContain(reminder);
-    await expectNoViolations('after deadline');
+    await expectNoViolations(t.db, 'after deadline');
   });
 
   // The production timer path (lockDueWaits + claimDueWaits) raced against an event being
@@ -330,7 +330,7 @@ describe('event time decides, not arrival order (point 2)', () => {
       expect(steps.includes(reminder), label).toBe(!inTime);
       const messages = await t.query(`SELECT subject FROM "Message" WHERE "executionId" = $1 ORDER BY "createdAt"`, [x.executionId]);
       expect(messages.map((m) => m.subject), label).toEqual([`Hello p2-race-${round}@example.com`, inTime ? 'Thanks' : 'Reminder']);
-      await expectNoViolations(label);
+      await expectNoViolations(t.db, label);
     }
     // Both sides of the deadline were exercised.
     expect(seen.EVENT, JSON.stringify(seen)).toBeGreaterThan(0);

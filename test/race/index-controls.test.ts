@@ -1,13 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../server/db';
-import { checkInvariants, createEngineContext, enroll, type InvariantResult } from '../../server/engine';
+import { createEngineContext } from '../../server/engine/context';
+import { enroll } from '../../server/engine/enrollment';
+import { checkInvariants, type InvariantResult } from '../../server/engine/invariants';
 import { advanceExecution, claimStep, type StepClaim } from '../../server/engine/claims';
 import { processReadySteps } from '../../server/engine/runner';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { createContact, createProject, delayWorkflow, stepId, workflowFrom } from '../support/fixtures';
 import { fulfilled, racers, ROUNDS, type Racers } from '../support/race';
 
-// Controls for the I2 and I5 indexes (issue 8), as test/race/races.test.ts has for I1 and
+// Controls for the I2 and I5 indexes, as test/race/races.test.ts has for I1 and
 // I3: the same race run without the index must produce the violation, and with it must
 // not, so the races could have failed.
 //

@@ -1,24 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../server/db';
-import {
-  createEngineContext,
-  dispatchEvent,
-  enroll,
-  enrollBatch,
-  runWorkerOnce,
-  storeEvent,
-  totalViolations,
-  checkInvariants,
-  type EnrollResult,
-} from '../../server/engine';
-import { advanceExecution, claimReadySteps, claimStep } from '../../server/engine/claims';
-import { continueRunning, resolveWait, type ResumeResult } from '../../server/engine/runner';
+import { createEngineContext } from '../../server/engine/context';
+import { enroll, enrollBatch, type EnrollResult } from '../../server/engine/enrollment';
+import { dispatchEvent, storeEvent } from '../../server/engine/events';
+import { totalViolations, checkInvariants } from '../../server/engine/invariants';
+import { runWorkerOnce } from '../../server/engine/worker';
+import { advanceExecution, claimStep } from '../../server/engine/claims';
+import { continueRunning, resolveWait } from '../../server/engine/runner';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { createContact, createProject, delayWorkflow, stepId, waitWorkflow, workflowFrom } from '../support/fixtures';
 import { runStepsOnly } from '../support/drive';
-import { fulfilled, racers, ROUNDS, type Racers } from '../support/race';
+import { expectNoViolations, fulfilled, racers, ROUNDS, type Racers } from '../support/race';
 
-// The adversarial race suite (issue 3). Every scenario runs ROUNDS times (default 50)
+// The adversarial race suite. Every scenario runs ROUNDS times (default 50)
 // with real concurrency: separate PostgreSQL sessions released together by a barrier.
 // After every round the invariant queries must all answer zero.
 //
@@ -42,11 +36,6 @@ afterAll(async () => {
 
 const ctxFor = (db: Db, owner?: string) => createEngineContext(db, owner ? { owner } : {});
 
-async function expectNoViolations(round: number) {
-  const results = await checkInvariants(t.db);
-  const bad = results.filter((r) => r.violations > 0);
-  expect(bad, `round ${round}: ${JSON.stringify(bad)}`).toEqual([]);
-}
 
 async function enrollRace(racersSet: Racers, workflowId: string, contactId: string): Promise<EnrollResult[]> {
   const results = await racersSet.race((db) => enroll(db, { projectId, workflowId, contactId }));
@@ -72,7 +61,7 @@ describe('race suite', () => {
         [contact.id],
       );
       expect(active[0].n).toBe(1);
-      await expectNoViolations(round);
+      await expectNoViolations(t.db, `round ${round}`);
     }
   });
 
@@ -80,14 +69,14 @@ describe('race suite', () => {
   // contacts. Without it (control test 1 drops it) contacts end up enrolled twice.
   it('1b. four bulk enrollments of the same contacts at once: one active execution per contact', async () => {
     const wf = await workflowFrom(t.db, projectId, waitWorkflow({ allowReentry: true }));
-    const r4 = { race: <T>(fn: (db: Db, i: number) => Promise<T>) => r16.race(async (db, i) => (i < 4 ? fn(db, i) : (null as T))) };
+    const r4 = r16.first(4);
     for (let round = 0; round < ROUNDS; round++) {
       const emails = Array.from({ length: 20 }, (_, i) => `bulk-${round}-${i}@example.com`);
       const batches = fulfilled(
         await r4.race((db, i) =>
           enrollBatch(db, projectId, wf.id, (i % 2 ? [...emails].reverse() : emails).map((email) => ({ email }))),
         ),
-      ).slice(0, 4) as EnrollResult[][];
+      );
       const created = batches.flat().filter((r) => r.ok && r.created);
       expect(created, `round ${round}`).toHaveLength(emails.length);
       const ids = new Set(created.map((r) => (r as { executionId: string }).executionId));
@@ -97,7 +86,7 @@ describe('race suite', () => {
           expect(ids.has((r as { executionId: string }).executionId)).toBe(true);
         }
       }
-      await expectNoViolations(round);
+      await expectNoViolations(t.db, `round ${round}`);
     }
   });
 
@@ -107,7 +96,7 @@ describe('race suite', () => {
   it('2. event delivery and timeout racing on one wait: one branch, one resolver, the loser told who won', async () => {
     const wf = await workflowFrom(t.db, projectId, waitWorkflow({ allowReentry: true }, 3600));
     const [thanks, reminder] = [await stepId(t.db, wf.id, 'thanks'), await stepId(t.db, wf.id, 'reminder')];
-    const r2 = { race: <T>(fn: (db: Db, i: number) => Promise<T>) => r16.race(async (db, i) => (i < 2 ? fn(db, i) : (null as T))) };
+    const r2 = r16.first(2);
     for (let round = 0; round < ROUNDS; round++) {
       const contact = await createContact(t.db, projectId, `s2-${round}@example.com`);
       const enrolled = await enroll(t.db, { projectId, workflowId: wf.id, contactId: contact.id });
@@ -128,7 +117,7 @@ describe('race suite', () => {
             ? resolveWait(ctxFor(db), { stepExecutionId: wait.id, resolvedBy: 'EVENT', branch: 'EVENT', eventId })
             : resolveWait(ctxFor(db), { stepExecutionId: wait.id, resolvedBy: 'TIMEOUT', branch: 'TIMEOUT' }),
         ),
-      ).slice(0, 2) as ResumeResult[];
+      );
 
       const won = results.filter((r) => r.resumed);
       expect(won, `round ${round}`).toHaveLength(1);
@@ -146,7 +135,7 @@ describe('race suite', () => {
       expect(row.resumeEventId).toBe(winner === 'EVENT' ? eventId : null);
       const [exec] = await t.query(`SELECT status FROM "WorkflowExecution" WHERE id = $1`, [executionId]);
       expect(exec.status).toBe('COMPLETED');
-      await expectNoViolations(round);
+      await expectNoViolations(t.db, `round ${round}`);
     }
   });
 
@@ -157,7 +146,7 @@ describe('race suite', () => {
   it('3. eight duplicate wake-ups of one delayed continuation: one step row, one message', async () => {
     const wf = await workflowFrom(t.db, projectId, delayWorkflow(3600, { allowReentry: true }));
     const mail = await stepId(t.db, wf.id, 'mail');
-    const r8 = { race: <T>(fn: (db: Db, i: number) => Promise<T>) => r16.race(async (db, i) => (i < 8 ? fn(db, i) : (null as T))) };
+    const r8 = r16.first(8);
     for (let round = 0; round < ROUNDS; round++) {
       const contact = await createContact(t.db, projectId, `s3-${round}@example.com`);
       const enrolled = await enroll(t.db, { projectId, workflowId: wf.id, contactId: contact.id });
@@ -185,7 +174,7 @@ describe('race suite', () => {
       expect(messages).toHaveLength(1);
       const [exec] = await t.query(`SELECT status FROM "WorkflowExecution" WHERE id = $1`, [executionId]);
       expect(exec.status).toBe('COMPLETED');
-      await expectNoViolations(round);
+      await expectNoViolations(t.db, `round ${round}`);
     }
   });
 
@@ -206,7 +195,7 @@ describe('race suite', () => {
       for (const r of results) expect(r).toEqual({ ok: false, reason: 'ACTIVE_EXECUTION', executionId: waitingId });
       const all = await t.query(`SELECT count(*)::int AS n FROM "WorkflowExecution" WHERE "contactId" = $1`, [contact.id]);
       expect(all[0].n).toBe(1);
-      await expectNoViolations(round);
+      await expectNoViolations(t.db, `round ${round}`);
     }
   });
 
@@ -216,7 +205,7 @@ describe('race suite', () => {
   // execution had moved on; the assertions on `won` fail.
   it('5. a stale next-step writer (old version) changes nothing', async () => {
     const wf = await workflowFrom(t.db, projectId, delayWorkflow(0, { allowReentry: true }));
-    const r2 = { race: <T>(fn: (db: Db, i: number) => Promise<T>) => r16.race(async (db, i) => (i < 2 ? fn(db, i) : (null as T))) };
+    const r2 = r16.first(2);
     for (let round = 0; round < ROUNDS; round++) {
       const contact = await createContact(t.db, projectId, `s5-${round}@example.com`);
       const enrolled = await enroll(t.db, { projectId, workflowId: wf.id, contactId: contact.id });
@@ -233,7 +222,7 @@ describe('race suite', () => {
           if (!b.won || !('claim' in b)) return b;
           return advanceExecution(db, b.claim, { nextStepId: (await stepId(db, wf.id, 'pause')), status: 'RUNNING', output: { by: 'B' } });
         }),
-      ).slice(0, 2);
+      );
       const wins = results.filter((r) => r && r.won);
       expect(wins, `round ${round}`).toHaveLength(1);
       const [step] = await t.query(`SELECT attempt, output FROM "StepExecution" WHERE "executionId" = $1`, [executionId]);
@@ -257,7 +246,7 @@ describe('race suite', () => {
       expect(await t.query(`SELECT id FROM "Message" WHERE "executionId" = $1`, [executionId])).toHaveLength(0);
       await runWorkerOnce(ctxFor(t.db));
       expect(await t.query(`SELECT id FROM "Message" WHERE "executionId" = $1`, [executionId])).toHaveLength(1);
-      await expectNoViolations(round);
+      await expectNoViolations(t.db, `round ${round}`);
     }
   });
 
@@ -271,7 +260,7 @@ describe('race suite', () => {
       triggerEvent: 'purchase',
     });
     const waiting = await workflowFrom(t.db, projectId, waitWorkflow({ allowReentry: true }));
-    const r2 = { race: <T>(fn: (db: Db, i: number) => Promise<T>) => r16.race(async (db, i) => (i < 2 ? fn(db, i) : (null as T))) };
+    const r2 = r16.first(2);
     for (let round = 0; round < ROUNDS; round++) {
       const contact = await createContact(t.db, projectId, `s6-${round}@example.com`);
       const enrolled = await enroll(t.db, { projectId, workflowId: waiting.id, contactId: contact.id });
@@ -298,7 +287,7 @@ describe('race suite', () => {
       expect(resolved).toEqual([{ resolvedBy: 'EVENT', resumeEventId: eventId }]);
       const [ev] = await t.query(`SELECT "processedAt" FROM "Event" WHERE id = $1`, [eventId]);
       expect(ev.processedAt).not.toBeNull();
-      await expectNoViolations(round);
+      await expectNoViolations(t.db, `round ${round}`);
     }
   });
 });

@@ -1,17 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkInvariants, createEngineContext, enroll, notifyWorkers, trackEvent } from '../../server/engine';
+import { createEngineContext } from '../../server/engine/context';
+import { enroll } from '../../server/engine/enrollment';
+import { trackEvent } from '../../server/engine/events';
+import { notifyWorkers } from '../../server/engine/wakeup';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { createContact, createProject, workflowFrom } from '../support/fixtures';
 import { startWorkerProcess, waitFor, type WorkerProcess } from '../support/processes';
-import { ROUNDS } from '../support/race';
+import { expectNoViolations, ROUNDS } from '../support/race';
 
 // Worker scenarios of the race suite, with separate OS processes running the real
 // worker entry point (the one `npm run worker` starts).
 
-async function expectNoViolations(t: TestDatabase, round: number) {
-  const bad = (await checkInvariants(t.db)).filter((r) => r.violations > 0);
-  expect(bad, `round ${round}: ${JSON.stringify(bad)}`).toEqual([]);
-}
 
 /** SEND_EMAIL step executions with a message count other than one. */
 async function messageMismatches(t: TestDatabase): Promise<number> {
@@ -105,7 +104,7 @@ describe('worker processes', () => {
           );
           expect(messages.n).toBe(ids.length * 2);
           expect(await messageMismatches(t)).toBe(0);
-          await expectNoViolations(t, round);
+          await expectNoViolations(t.db, `round ${round}`);
         }
         expect(total).toBeGreaterThanOrEqual(2000);
         // Let the senders finish, then every message of every execution is SENT once.
@@ -162,15 +161,6 @@ describe('worker processes', () => {
         });
         const perRound = 2; // executions held by each killed worker
         for (let round = 0; round < ROUNDS; round++) {
-          // The victim claims the SEND_EMAIL steps, then hangs holding them (fault injection).
-          const victim = await startWorkerProcess(t.url, {
-            concurrency: perRound,
-            env: {
-              LEASE_SECONDS: '1',
-              WAYPOST_FAULT_PAUSE_AFTER_CLAIM_MS: '600000',
-              WAYPOST_FAULT_PAUSE_STEP_TYPE: 'SEND_EMAIL',
-            },
-          });
           // The rescuer shares the queue: freeze it (SIGSTOP) until the victim holds the work.
           rescuer.kill('SIGSTOP');
           const ids: string[] = [];
@@ -179,6 +169,17 @@ describe('worker processes', () => {
             const r = await enroll(t.db, { projectId: project.id, workflowId: wf.id, contactId: contact.id });
             ids.push((r as { executionId: string }).executionId);
           }
+          // The victim claims the SEND_EMAIL steps, then hangs holding them (fault injection).
+          // Started once all of them are enrolled: its one pass hangs on what it claims, so a
+          // pass that ran between two enrollments would hold only the first.
+          const victim = await startWorkerProcess(t.url, {
+            concurrency: perRound,
+            env: {
+              LEASE_SECONDS: '1',
+              WAYPOST_FAULT_PAUSE_AFTER_CLAIM_MS: '600000',
+              WAYPOST_FAULT_PAUSE_STEP_TYPE: 'SEND_EMAIL',
+            },
+          });
           const claimedByVictim = await waitFor(`round ${round}: victim claims`, async () => {
             const rows = await t.query(
               `SELECT s."executionId" FROM "StepExecution" s JOIN "WorkflowStep" ws ON ws.id = s."stepId"
@@ -216,7 +217,7 @@ describe('worker processes', () => {
             [ids],
           );
           expect(messages.map((m) => m.n)).toEqual(ids.map(() => 1));
-          await expectNoViolations(t, round);
+          await expectNoViolations(t.db, `round ${round}`);
         }
       },
       600_000,

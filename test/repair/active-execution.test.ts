@@ -3,18 +3,24 @@ import { fetchRequestHandler } from '@trpc/server/adapters/fetch';
 import superjson from 'superjson';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../server/db';
-import { checkInvariants, enroll, writeAudit } from '../../server/engine';
+import { writeAudit } from '../../server/engine/audit';
+import { enroll } from '../../server/engine/enrollment';
+import { checkInvariants } from '../../server/engine/invariants';
 import { claimStep, failStep, retryStep, skipStep } from '../../server/engine/claims';
-import { applyMany, applyRepair, previewRepair, type ApplyResult, type RepairAction } from '../../server/repair';
+import { applyRepair, previewRepair } from '../../server/repair/actions';
+import type { ApplyResult } from '../../server/repair/apply';
+import { applyMany } from '../../server/repair/bulk';
+import type { RepairAction } from '../../server/repair/planner';
 import { appRouter } from '../../server/trpc/root';
-import { ConflictError, type Actor } from '../../server/trpc/trpc';
+import type { Actor } from '../../server/auth/actor';
+import { ConflictError } from '../../server/trpc/trpc';
 import { actorFor, callerFor, contextFor } from '../support/callers';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { driveFromStart } from '../support/drive';
 import { createProject, delayWorkflow, stepId, workflowFrom } from '../support/fixtures';
 import { fulfilled, racers, ROUNDS, type Racers } from '../support/race';
 
-// Issue 8 point 4: a repair that would make a second active execution of a (workflow,
+// A repair that would make a second active execution of a (workflow,
 // contact) (I1) loses cleanly with ACTIVE_EXECUTION — in the preview, in repair.apply
 // (PRECONDITION_FAILED, audited), in bulk (the row is reported, the run goes on), and in
 // the claims themselves, even when the competing enrollment is in flight (no exception

@@ -1,14 +1,14 @@
 import { TRPCError } from '@trpc/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { enroll } from '../../server/engine';
-import type { BulkProgress } from '../../server/repair';
-import type { Actor } from '../../server/trpc/trpc';
+import { enroll } from '../../server/engine/enrollment';
+import type { BulkProgress } from '../../server/repair/bulk';
+import type { Actor } from '../../server/auth/actor';
 import { actorFor, callerFor } from '../support/callers';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { runStepsOnly } from '../support/drive';
 import { createProject, stepId, waitWorkflow, workflowFrom } from '../support/fixtures';
 
-// Issue 9, "Bulk repair" over the router: repair.stuckGroups for every role, and
+// Bulk repair over the router: repair.stuckGroups for every role, and
 // repair.applyManyLive, the streaming bulk repair the console watches over SSE. Stopping
 // the stream stops the run between rows (rows done stay done) and the run's audit entry
 // says it was interrupted; a reconnect never restarts a run.

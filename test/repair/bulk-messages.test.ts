@@ -1,5 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkInvariants, createEngineContext, deliverQueuedMessages, enroll, type MailTransport } from '../../server/engine';
+import { createEngineContext } from '../../server/engine/context';
+import { enroll } from '../../server/engine/enrollment';
+import { checkInvariants } from '../../server/engine/invariants';
+import { deliverQueuedMessages } from '../../server/engine/sender';
+import type { MailTransport } from '../../server/engine/transport';
 import { applyMany } from '../../server/repair/bulk';
 import { applyMessageRepair } from '../../server/repair/messages';
 import { applyManyInput } from '../../server/trpc/routers/repair.schema';

@@ -1,14 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../server/db';
-import { checkInvariants, createEngineContext, enroll, type WorkflowInput } from '../../server/engine';
+import { createEngineContext } from '../../server/engine/context';
+import type { WorkflowInput } from '../../server/engine/definition';
+import { enroll } from '../../server/engine/enrollment';
+import { checkInvariants } from '../../server/engine/invariants';
 import { advanceExecution, claimStep, failStep, retryStep } from '../../server/engine/claims';
 import { continueRunning, resolveWait } from '../../server/engine/runner';
-import { applyMany, type BulkFilter } from '../../server/repair';
+import { applyMany, type BulkFilter } from '../../server/repair/bulk';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { runStepsOnly } from '../support/drive';
 import { createProject, delayWorkflow, stepId, workflowFrom } from '../support/fixtures';
 
-// Issue 8 point 3: a bulk repair acts on what was selected, not on what the row has become
+// A bulk repair acts on what was selected, not on what the row has become
 // by the time its turn comes. Each row carries its version and step execution from the
 // selection to its apply; a row that moved on (workers resumed meanwhile: a newer wait, a
 // newer step) is reported SKIPPED_CHANGED and left alone.

@@ -1,14 +1,18 @@
 import { TRPCError } from '@trpc/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEngineContext, enroll, trackEvent, type WorkflowInput } from '../../server/engine';
-import { applyRepair, previewRepair, type ExecutionSnapshot } from '../../server/repair';
+import { createEngineContext } from '../../server/engine/context';
+import type { WorkflowInput } from '../../server/engine/definition';
+import { enroll } from '../../server/engine/enrollment';
+import { trackEvent } from '../../server/engine/events';
+import { applyRepair, previewRepair } from '../../server/repair/actions';
+import type { ExecutionSnapshot } from '../../server/repair/target';
 import { ConflictError } from '../../server/trpc/trpc';
 import { actorFor, callerFor } from '../support/callers';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { driveFromStart, runStepsOnly } from '../support/drive';
 import { createProject, stepId, workflowFrom } from '../support/fixtures';
 
-// Issue 8 point 8: a loser is told what became of the wait it targeted — the step
+// A loser is told what became of the wait it targeted — the step
 // execution in the snapshot it previewed — not the latest resolution of any wait of the
 // execution.
 

@@ -2,19 +2,23 @@ import { TRPCError } from '@trpc/server';
 import { fetchRequestHandler } from '@trpc/server/adapters/fetch';
 import superjson from 'superjson';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkInvariants, createEngineContext, deliverQueuedMessages, enroll, type MailTransport } from '../../server/engine';
+import { createEngineContext } from '../../server/engine/context';
+import { enroll } from '../../server/engine/enrollment';
+import { checkInvariants } from '../../server/engine/invariants';
+import { deliverQueuedMessages } from '../../server/engine/sender';
+import type { MailTransport } from '../../server/engine/transport';
 import { claimQueuedMessages } from '../../server/engine/claims';
 import { countStuck, listStuck, STUCK_REASONS } from '../../server/repair/stuck';
 import { withDocumentedProcedureNames } from '../../server/trpc/http';
 import { appRouter } from '../../server/trpc/root';
-import type { Actor } from '../../server/trpc/trpc';
+import type { Actor } from '../../server/auth/actor';
 import { actorFor, callerFor, contextFor } from '../support/callers';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { driveFromStart } from '../support/drive';
 import { createProject, delayWorkflow, workflowFrom } from '../support/fixtures';
 import { fulfilled, racers, type Racers } from '../support/race';
 
-// Issue 8, point 6: an email whose fate is unknown (its sender died while SENDING) or
+// An email whose fate is unknown (its sender died while SENDING) or
 // that failed is listed as stuck (MESSAGE_UNCONFIRMED, MESSAGE_FAILED), and an operator
 // can mark it sent, resend it (warned it may duplicate) or give up, through repair.preview
 // and repair.applyOne (repair.apply over HTTP), each audited, each a CAS on the message.

@@ -1,10 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import type { WorkflowGraph } from '../../server/engine/workflows';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import ts from 'typescript';
+import type { WorkflowGraph } from '../../server/engine/workflow-graph';
 import { claimMayMove, TRANSITIONS } from '../../server/engine/transitions';
-import { ACTION_CLAIMS, planAction, type ExecutionSnapshot, type RepairAction, type StepRowSummary } from '../../server/repair/actions';
+import { planAction } from '../../server/repair/actions';
+import { ACTION_CLAIMS, planCancel, planRetryStep, planSkipStep, planWaitResolution, planResumeContinuation, REPAIR_ACTIONS, type RepairAction } from '../../server/repair/planner';
+import { REPAIRS } from '../../server/repair/actions';
+import type { ExecutionSnapshot, StepRowSummary } from '../../server/repair/target';
 
-// The repair planner on its own, no database (issue 8, "Write the state machine down
-// once"): every execution state an operator meets × every execution action, allowed or
+// The repair planner on its own, no database: every execution state an operator meets ×
+// every execution action, allowed or
 // refused, and for the actions backed by an operator claim (retry, skip, cancel) the
 // planner says yes only where the transitions table — which the claims' SQL reads — does.
 
@@ -166,5 +172,82 @@ describe('planAction: state × action', () => {
     expect(planAction('REDRIVE_EVENT', event, null, NOW)).toMatchObject({ allowed: true });
     expect(planAction('REDRIVE_EVENT', { ...event, processedAt: EARLIER }, null, NOW)).toMatchObject({ allowed: false });
     expect(planAction('REDRIVE_EVENT', { ...event, leaseExpiresAt: LATER }, null, NOW)).toMatchObject({ allowed: false });
+  });
+});
+
+describe('the planner on its own', () => {
+  // What "pure" means here: the planner's module, and every module it loads at run time,
+  // never loads the database client. Type-only imports are erased, so they do not count.
+  it('loads nothing that reaches the database', () => {
+    const ROOT = path.resolve(import.meta.dirname, '../..');
+    const seen = new Set<string>();
+    const visit = (file: string) => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest);
+      for (const s of source.statements) {
+        if (!ts.isImportDeclaration(s) && !ts.isExportDeclaration(s)) continue;
+        if (!s.moduleSpecifier || !ts.isStringLiteral(s.moduleSpecifier) || !s.moduleSpecifier.text.startsWith('.')) continue;
+        if (ts.isImportDeclaration(s)) {
+          const clause = s.importClause;
+          const named = clause?.namedBindings && ts.isNamedImports(clause.namedBindings) ? clause.namedBindings.elements : null;
+          if (clause?.isTypeOnly || (clause && !clause.name && named && named.every((e) => e.isTypeOnly))) continue;
+        } else if (s.isTypeOnly) continue;
+        const base = path.resolve(path.dirname(file), s.moduleSpecifier.text);
+        visit([`${base}.ts`, path.join(base, 'index.ts')].find((f) => existsSync(f))!);
+      }
+    };
+    visit(path.join(ROOT, 'server/repair/planner.ts'));
+    const loaded = [...seen].map((f) => path.relative(ROOT, f));
+    expect(loaded).toContain('server/engine/transitions.ts');
+    expect(loaded.filter((f) => f === 'server/db.ts' || f.startsWith('server/generated/prisma/client'))).toEqual([]);
+  });
+
+  it('every action has one entry: its planner, its applier and how its loss is explained', () => {
+    expect(Object.keys(REPAIRS).sort()).toEqual([...REPAIR_ACTIONS].sort());
+    for (const repair of Object.values(REPAIRS)) {
+      expect(typeof repair.plan).toBe('function');
+      expect(typeof repair.apply).toBe('function');
+      expect(typeof repair.explain).toBe('function');
+    }
+    expect(REPAIRS.REDRIVE_EVENT.target).toBe('event');
+  });
+
+  it('an execution action on a tracked event is refused, naming what it needs', () => {
+    const event = { kind: 'event' as const, id: 'e', projectId: 'p', name: 'purchase', contactId: 'c', version: 1, processedAt: null, deadAt: null, lastError: null, leaseExpiresAt: null };
+    for (const action of ACTIONS) {
+      expect(planAction(action, event, graph, NOW)).toMatchObject({ allowed: false, refusal: `${action} applies to an execution; give its executionId`, change: 'nothing' });
+    }
+  });
+
+  it('resolving a wait by hand follows the branch the operator names, and says whether the next step sends an email', () => {
+    const waiting = snapshot(STATES['WAITING on an event']!);
+    expect(planWaitResolution('TIMEOUT')(waiting, graph, NOW)).toMatchObject({
+      allowed: true,
+      branch: 'TIMEOUT',
+      nextStep: { id: 'last' },
+      sideEffect: { emailMayBeSent: false, note: 'the next step "last" sends an email (once)' },
+    });
+    expect(planWaitResolution('EVENT')(waiting, graph, NOW)).toMatchObject({ allowed: true, branch: 'EVENT', nextStep: { id: 'pause' }, sideEffect: { note: 'the next step sends no email' } });
+    // A DELAY has one way on, whatever was asked.
+    expect(planWaitResolution('TIMEOUT')(snapshot(STATES['WAITING on a DELAY']!), graph, NOW)).toMatchObject({ allowed: true, branch: null, nextStep: { id: 'last' } });
+    expect(planResumeContinuation(snapshot(STATES['WAITING, wait resolved (CONTINUATION_PENDING)']!), graph, NOW)).toMatchObject({ allowed: true, branch: 'TIMEOUT', nextStep: { id: 'last' } });
+  });
+
+  it("a retry sends a step's email only if none was queued yet (I5)", () => {
+    const failed = snapshot(STATES.FAILED!);
+    expect(planRetryStep(failed, graph, NOW)).toMatchObject({ allowed: true, sideEffect: { emailMayBeSent: true, existingMessage: null } });
+    const message = { id: 'm', status: 'SENT', subject: 'Hi', sentAt: EARLIER, createdAt: EARLIER };
+    const plan = planRetryStep({ ...failed, message }, graph, NOW);
+    expect(plan).toMatchObject({ allowed: true, sideEffect: { emailMayBeSent: false, existingMessage: message } });
+    expect(plan.sideEffect.note).toContain('will NOT be sent again');
+    expect(planSkipStep({ ...failed, message }, graph, NOW)).toMatchObject({ allowed: true, nextStep: { id: 'wait' }, sideEffect: { emailMayBeSent: false, existingMessage: message } });
+  });
+
+  it('cancelling a step a live worker holds says its result will be discarded', () => {
+    const plan = planCancel(snapshot(STATES['RUNNING, a live worker holds it']!), graph, NOW);
+    expect(plan.allowed).toBe(true);
+    expect(plan.change).toContain('its result will be discarded');
+    expect(planCancel(snapshot(STATES['RUNNING, lease expired (LEASE_EXPIRED)']!), graph, NOW).change).not.toContain('discarded');
   });
 });

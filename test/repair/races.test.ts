@@ -1,16 +1,23 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../server/db';
-import { checkInvariants, createEngineContext, enroll, notifyWorkers, runWorkerOnce, storeEvent } from '../../server/engine';
+import { createEngineContext } from '../../server/engine/context';
+import { enroll } from '../../server/engine/enrollment';
+import { storeEvent } from '../../server/engine/events';
+import { checkInvariants } from '../../server/engine/invariants';
+import { notifyWorkers } from '../../server/engine/wakeup';
+import { runWorkerOnce } from '../../server/engine/worker';
 import { claimStep, advanceExecution } from '../../server/engine/claims';
 import { resolveWait, runClaimedStep } from '../../server/engine/runner';
-import { applyMany, applyRepair, previewRepair, type ApplyResult } from '../../server/repair';
+import { applyRepair, previewRepair } from '../../server/repair/actions';
+import type { ApplyResult } from '../../server/repair/apply';
+import { applyMany } from '../../server/repair/bulk';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { createProject, waitWorkflow, workflowFrom, stepId } from '../support/fixtures';
 import { driveFromStart, runStepsOnly } from '../support/drive';
 import { startWorkerProcess, waitFor, type WorkerProcess } from '../support/processes';
-import { fulfilled, racers, ROUNDS, type Racers } from '../support/race';
+import { expectNoViolations, fulfilled, racers, ROUNDS, type Racers } from '../support/race';
 
-// Operators racing the engine and each other (issue 5): real concurrency on separate
+// Operators racing the engine and each other: real concurrency on separate
 // PostgreSQL sessions, ROUNDS rounds each, the invariants checked after every round.
 
 let t: TestDatabase;
@@ -28,10 +35,6 @@ afterAll(async () => {
   await t?.drop();
 });
 
-async function expectNoViolations(round: number) {
-  const bad = (await checkInvariants(t.db)).filter((x) => x.violations > 0);
-  expect(bad, `round ${round}`).toEqual([]);
-}
 
 /** Enroll and run an execution up to its wait (no timers run). */
 async function waitingExecution(workflowId: string, email: string): Promise<{ id: string; waitRowId: string; version: number }> {
@@ -70,7 +73,7 @@ describe('repair races', () => {
       const audit = await t.db.auditEntry.findMany({ where: { targetId: x.id } });
       expect(audit.map((a) => a.outcome).sort()).toEqual(['APPLIED', 'LOST']);
       await runWorkerOnce(createEngineContext(t.db));
-      await expectNoViolations(round);
+      await expectNoViolations(t.db, `round ${round}`);
     }
   });
 
@@ -97,7 +100,7 @@ describe('repair races', () => {
       await runWorkerOnce(createEngineContext(t.db));
       const taken = (await t.db.stepExecution.findMany({ where: { executionId: x.id } })).map((s) => s.stepId);
       expect(taken.includes(thanks) !== taken.includes(reminder)).toBe(true);
-      await expectNoViolations(round);
+      await expectNoViolations(t.db, `round ${round}`);
     }
   });
 
@@ -146,7 +149,7 @@ describe('repair races', () => {
       const exec = await t.db.workflowExecution.findUniqueOrThrow({ where: { id } });
       expect(exec.status).toBe('COMPLETED');
       expect(await t.db.message.count({ where: { executionId: id } })).toBe(1);
-      await expectNoViolations(round);
+      await expectNoViolations(t.db, `round ${round}`);
     }
   });
 });
@@ -198,7 +201,7 @@ describe('bulk repair', () => {
       const skipped = result.items.filter((i) => i.outcome !== 'APPLIED');
       expect(applied + skipped.length).toBe(500);
       // A row the workers' timer resolved first moved on from what was selected: it is
-      // reported as changed and left alone (issue 8 point 3), never repaired in its new state.
+      // reported as changed and left alone, never repaired in its new state.
       for (const s of skipped) expect(s, JSON.stringify(s)).toMatchObject({ outcome: 'SKIPPED_CHANGED', detail: expect.stringMatching(/changed since selection/) });
       expect(progress.at(-1)).toBe(500);
       await notifyWorkers(bulk.db);

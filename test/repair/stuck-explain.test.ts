@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { countStuck, listStuck, STUCK_REASONS, stuckGroupsQuery, stuckQuery } from '../../server/repair';
+import { countStuck, listStuck, STUCK_REASONS, stuckGroupsQuery, stuckQuery } from '../../server/repair/stuck';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { explain, planNodes } from '../support/explain';
 import { createProject, waitWorkflow, workflowFrom } from '../support/fixtures';
 
-// The stuck predicates stay index scans as executions grow (issue 5, DESIGN.md section 8):
+// The stuck predicates stay index scans as executions grow (DESIGN.md section 8):
 // 100,000 executions in the shapes production leaves (mostly finished, a few thousand
 // active, some of them stuck), then EXPLAIN every predicate and check that no big table
 // is read by a sequential scan.

@@ -1,13 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkInvariants, enroll, type WorkflowInput } from '../../server/engine';
+import type { WorkflowInput } from '../../server/engine/definition';
+import { enroll } from '../../server/engine/enrollment';
+import { checkInvariants } from '../../server/engine/invariants';
 import { advanceExecution, claimStep, failStep } from '../../server/engine/claims';
 import { Prisma } from '../../server/db';
-import { applyMany, normalisedError, runMany, stuckGroups, type BulkProgress } from '../../server/repair';
+import { applyMany, runMany, type BulkProgress } from '../../server/repair/bulk';
+import { normalisedError, stuckGroups } from '../../server/repair/stuck';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { runStepsOnly } from '../support/drive';
 import { createProject, stepId, waitWorkflow, workflowFrom } from '../support/fixtures';
 
-// Issue 9, "Stuck": stuck items grouped by cause (reason, workflow, step, normalised error),
+// Stuck items grouped by cause (reason, workflow, step, normalised error),
 // and a bulk repair of one group selects exactly that group's rows: not the same reason's
 // other steps, not the same step's other errors.
 

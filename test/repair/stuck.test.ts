@@ -1,20 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  checkInvariants,
-  createEngineContext,
-  enroll,
-  runWorkerOnce,
-  trackEvent,
-} from '../../server/engine';
-import { claimReadySteps, claimStep } from '../../server/engine/claims';
-import { applyRepair, countStuck, listStuck, previewRepair, type RepairAction, type StuckReason } from '../../server/repair';
+import { createEngineContext } from '../../server/engine/context';
+import { enroll } from '../../server/engine/enrollment';
+import { trackEvent } from '../../server/engine/events';
+import { checkInvariants } from '../../server/engine/invariants';
+import { runWorkerOnce } from '../../server/engine/worker';
+import { claimReadySteps } from '../../server/engine/claims';
+import { applyRepair, previewRepair } from '../../server/repair/actions';
+import type { RepairAction } from '../../server/repair/planner';
+import { countStuck, listStuck, type StuckReason } from '../../server/repair/stuck';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { runStepsOnly } from '../support/drive';
 import { createContact, createProject, delayWorkflow, waitWorkflow, workflowFrom } from '../support/fixtures';
 import { startWorkerProcess, waitFor } from '../support/processes';
 
 // Every stuck reason, created the way it happens in production, listed with that reason,
-// and cleared by the matching repair without breaking an invariant (issue 5).
+// and cleared by the matching repair without breaking an invariant.
 
 let t: TestDatabase;
 let projectId: string;
@@ -195,7 +195,7 @@ describe('stuck reasons, made as in production, and their repairs', () => {
 
   it('EVENT_DEAD: a poison event dead-lettered after its attempts; REDRIVE_EVENT once the cause is fixed', async () => {
     // (A wait not parked yet no longer makes a dispatch fail: the wait looks back for the
-    // event when it parks, issue 8 point 1. The poison here is a real failure inside
+    // event when it parks. The poison here is a real failure inside
     // PostgreSQL: the enrollment the event triggers cannot be stored.)
     const wf = await workflowFrom(t.db, projectId, { ...delayWorkflow(3600, { name: 'poison' }), trigger: 'EVENT', triggerEvent: 'refund' });
     const contact = await createContact(t.db, projectId, 'poison@example.com');

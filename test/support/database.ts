@@ -70,3 +70,25 @@ export async function emptyDatabase(): Promise<TestDatabase> {
   await admin((c) => c.query(`CREATE DATABASE "${name}"`));
   return open(name);
 }
+
+/**
+ * Per table of the database: its row count and a digest of every row's content, so that
+ * an UPDATE shows as well as an INSERT or a DELETE. `lastUsedAt` is left out of every row:
+ * it is an API key's "still in use?" hint, which a refused call may refresh (at most once a
+ * minute) and which is not data anyone wrote. `exclude` names tables that are allowed to
+ * change (say SignInFailure, which counts wrong passwords by design).
+ */
+export async function tableDigests(t: TestDatabase, exclude: string[] = []): Promise<Record<string, string>> {
+  const tables = await t.query<{ name: string }>(
+    `SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' AND tablename <> ALL($1::text[]) ORDER BY tablename`,
+    [[...exclude, '_prisma_migrations', 'waypost_migrations']],
+  );
+  const digests: Record<string, string> = {};
+  for (const { name } of tables) {
+    const [row] = await t.query<{ n: string; digest: string | null }>(
+      `SELECT count(*) AS n, md5(string_agg((to_jsonb(x) - 'lastUsedAt')::text, ',' ORDER BY (to_jsonb(x) - 'lastUsedAt')::text)) AS digest FROM "${name}" x`,
+    );
+    digests[name] = `${row!.n} rows ${row!.digest ?? '-'}`;
+  }
+  return digests;
+}

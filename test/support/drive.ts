@@ -1,5 +1,5 @@
 import type { Db } from '../../server/db';
-import { createEngineContext } from '../../server/engine';
+import { createEngineContext } from '../../server/engine/context';
 import { claimReadySteps, claimStep } from '../../server/engine/claims';
 import { driveExecution } from '../../server/engine/runner';
 

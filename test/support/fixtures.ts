@@ -1,5 +1,6 @@
 import type { Db } from '../../server/db';
-import { createWorkflow, type WorkflowInput } from '../../server/engine';
+import type { WorkflowInput } from '../../server/engine/definition';
+import { createWorkflow } from '../../server/engine/workflows';
 
 // Small builders for the rows tests need. They go through the same functions as the
 // product (createWorkflow validates the graph), never around them.
@@ -30,6 +31,27 @@ export function waitWorkflow(overrides: Partial<WorkflowInput> = {}, timeoutSeco
       { from: 'hello', to: 'wait', branch: null },
       { from: 'wait', to: 'thanks', branch: 'EVENT' },
       { from: 'wait', to: 'reminder', branch: 'TIMEOUT' },
+    ],
+    ...overrides,
+  };
+}
+
+/** trigger -> email -> delay 0 -> email: two side effects per execution, every step type a worker claims. */
+export function twoEmailWorkflow(overrides: Partial<WorkflowInput> = {}): WorkflowInput {
+  return {
+    name: `two-emails-${Math.random().toString(36).slice(2, 8)}`,
+    trigger: 'MANUAL',
+    allowReentry: false,
+    steps: [
+      { key: 'start', type: 'TRIGGER', name: 'Start', config: {} },
+      { key: 'hello', type: 'SEND_EMAIL', name: 'Hello', config: { subject: 'Hello', body: 'Hi {{contact.email}}' } },
+      { key: 'pause', type: 'DELAY', name: 'No pause', config: { seconds: 0 } },
+      { key: 'bye', type: 'SEND_EMAIL', name: 'Bye', config: { subject: 'Bye', body: 'Bye' } },
+    ],
+    transitions: [
+      { from: 'start', to: 'hello', branch: null },
+      { from: 'hello', to: 'pause', branch: null },
+      { from: 'pause', to: 'bye', branch: null },
     ],
     ...overrides,
   };

@@ -3,6 +3,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { migrate } from '../../server/migrator';
 import { startEmbeddedPostgres, withDatabase, type EmbeddedDatabase } from '../../server/embedded-postgres';
+import { dropStaleDatabases } from '../../scripts/database';
 
 // One PostgreSQL server for the whole run: TEST_DATABASE_URL or DATABASE_URL when set,
 // otherwise an embedded one in .data/test-postgres (ephemeral). On it, one migrated
@@ -14,6 +15,9 @@ declare module 'vitest' {
     templateDatabase: string;
   }
 }
+
+/** This suite's databases: its template and each file's clone (support/database.ts), creation time last. */
+const TEST_DATABASE = /^wp_(?:template_\d+|t_[0-9a-f]+)_([0-9a-z]+)$/;
 
 let embedded: EmbeddedDatabase | undefined;
 let serverUrl = '';
@@ -36,7 +40,7 @@ export async function setup(project: TestProject) {
   const admin = new pg.Client({ connectionString: serverUrl });
   await admin.connect();
   try {
-    await dropStaleTestDatabases(admin);
+    await dropStaleDatabases(admin, TEST_DATABASE);
     await admin.query(`CREATE DATABASE "${template}"`);
   } finally {
     await admin.end();
@@ -52,18 +56,4 @@ export async function teardown() {
   await admin.query(`DROP DATABASE IF EXISTS "${template}" WITH (FORCE)`).catch(() => {});
   await admin.end().catch(() => {});
   await embedded?.stop();
-}
-
-/** Databases of runs that were killed before their teardown (older than an hour). */
-async function dropStaleTestDatabases(admin: pg.Client) {
-  const { rows } = await admin.query<{ datname: string }>(
-    `SELECT datname FROM pg_database WHERE datname ~ '^wp_(template|t)_'`,
-  );
-  for (const { datname } of rows) {
-    const stamp = datname.split('_').pop()!;
-    const age = Date.now() - parseInt(stamp, 36);
-    if (Number.isFinite(age) && age > 3_600_000) {
-      await admin.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`).catch(() => {});
-    }
-  }
 }

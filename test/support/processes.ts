@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 
-// Worker processes for the race suite and drills: the real `server/engine/worker.ts`
+// Worker processes for the race suite and drills: the real `scripts/worker.ts`
 // entry point, as `npm run worker` starts it, in its own OS process.
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -21,7 +21,7 @@ export async function startWorkerProcess(
 ): Promise<WorkerProcess> {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', 'server/engine/worker.ts', '--concurrency', String(opts.concurrency ?? 8)],
+    ['--import', 'tsx', 'scripts/worker.ts', '--concurrency', String(opts.concurrency ?? 8)],
     {
       cwd: ROOT,
       env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'info', ...opts.env },

@@ -8,6 +8,7 @@ import { InvalidLink } from '../../_components/invalid-link';
 import { issuesOf } from '../../_components/search-params';
 import { HydrateClient, getQueryClient, trpc } from '../../_trpc/server';
 import { ExecutionDetail } from './execution-detail';
+import { atLeast } from '@/server/auth/roles';
 
 export const dynamic = 'force-dynamic';
 export const metadata: Metadata = { title: 'Execution' };
@@ -16,7 +17,7 @@ export default async function ExecutionPage({ params }: { params: Promise<{ id: 
   const { id } = await params;
   const parsed = getExecutionInput.safeParse({ id });
   const actor = await resolveActor(db(), await headers());
-  const mayRepair = actor?.role === 'OPERATOR' || actor?.role === 'OWNER';
+  const mayRepair = actor != null && atLeast(actor.role, 'OPERATOR');
   if (parsed.success) {
     // The repair panel's options arrive with the page for those who may repair.
     await Promise.all([

@@ -8,8 +8,8 @@ import { LIVE_REFRESH_MS, LoadError, Panel } from '../../_components/panel';
 import { REPAIR_ACTION_TEXT, RepairDialog, type RepairApplied, type RepairTarget } from '../../_components/repair-dialog';
 import { absoluteTime } from '../../_components/time';
 import { useTRPC } from '../../_trpc/client';
+import { atLeast, type Role } from '@/server/auth/roles';
 
-type Role = 'VIEWER' | 'MARKETER' | 'OPERATOR' | 'OWNER';
 
 const first = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);
 
@@ -31,7 +31,7 @@ export function RepairPanel({
   role: Role;
   actorLabel: (actor: string) => string | undefined;
 }) {
-  const mayRepair = role === 'OPERATOR' || role === 'OWNER';
+  const mayRepair = atLeast(role, 'OPERATOR');
   if (!mayRepair) {
     return (
       <Panel title="Repair" labelledBy="repair-heading">

@@ -1,21 +1,10 @@
 import { TRPCError } from '@trpc/server';
-import { z } from 'zod';
 import { createApiKey, listApiKeys, revokeApiKey } from '../../auth/admin';
 import { conflictError, ownerProcedure, router } from '../trpc';
-import { label } from '../inputs';
+import { createApiKeyInput, revokeApiKeyInput } from './apiKeys.schema';
 
 // A project's API keys (OWNER only). The secret is returned once, by create; the list
 // shows the prefix that tells keys apart, never the secret or its hash.
-
-export const ROLES = ['VIEWER', 'MARKETER', 'OPERATOR', 'OWNER'] as const;
-
-export const createApiKeyInput = z.object({
-  /** What the key is for, e.g. "shop backend": the audit log names keys by it. */
-  name: label(100),
-  role: z.enum(ROLES),
-});
-
-export const revokeApiKeyInput = z.object({ id: z.uuid() });
 
 export const apiKeysRouter = router({
   list: ownerProcedure.query(({ ctx }) => listApiKeys(ctx.db, ctx.actor.projectId)),
@@ -27,7 +16,7 @@ export const apiKeysRouter = router({
     ),
 
   revoke: ownerProcedure.input(revokeApiKeyInput).mutation(async ({ ctx, input }) => {
-    const result = await revokeApiKey(ctx.db, { projectId: ctx.actor.projectId, id: input.id, actor: ctx.actor.id });
+    const result = await revokeApiKey(ctx.db, { projectId: ctx.actor.projectId, id: input.id, actor: ctx.actor.id, reason: input.reason ?? null });
     switch (result.outcome) {
       case 'REVOKED':
         return result.key;

@@ -1,23 +1,22 @@
 import { TRPCError } from '@trpc/server';
-import { Prisma } from '../../db';
-import { upsertContact } from '../../engine/contacts';
+import { replaceContactData, setContactSubscribed, upsertContact, type ContactChange } from '../../engine/contacts';
+import { contactJourney, listContacts } from '../../read/contacts';
 import { audit, inTransaction } from '../audit';
-import { likePrefix } from '../inputs';
-import { page } from '../keyset';
-import { marketerProcedure, router, viewerProcedure } from '../trpc';
-import { getContactInput, listContactsInput, upsertContactInput } from './contacts.schema';
+import { likePrefix } from '../../inputs';
+import { conflictError, marketerProcedure, router, viewerProcedure } from '../trpc';
+import { getContactInput, listContactsInput, setSubscribedInput, updateContactInput, upsertContactInput } from './contacts.schema';
 
-interface ContactRow {
-  id: string;
-  email: string;
-  data: Record<string, unknown>;
-  subscribed: boolean;
-  createdAt: Date;
-  updatedAt: Date;
+const NOT_FOUND = () => new TRPCError({ code: 'NOT_FOUND', message: 'No such contact in this project.' });
+
+/** The contact a change left, or the error of a refused one (after its audit entry committed). */
+function changed(change: ContactChange) {
+  if (change.ok) return change.after;
+  if (change.reason === 'CONTACT_NOT_FOUND') throw NOT_FOUND();
+  throw conflictError(
+    { reason: change.reason, updatedAt: change.current.updatedAt, data: change.current.data, subscribed: change.current.subscribed },
+    'The contact changed since you read it; nothing was saved. Reload it and apply your change again.',
+  );
 }
-
-/** At most this many of a contact's executions come with it; the count says if there are more. */
-const CONTACT_EXECUTIONS = 100;
 
 export const contactsRouter = router({
   /** Create the contact, or merge `data` into the one with this email (any case). */
@@ -38,53 +37,68 @@ export const contactsRouter = router({
     }),
   ),
 
-  /** Newest first; `search` matches the start of the email, any case. */
-  list: viewerProcedure.input(listContactsInput).query(async ({ ctx, input }) => {
-    const search = input.search ? Prisma.sql`AND lower(email) LIKE ${likePrefix(input.search.toLowerCase())} ESCAPE '\\'` : Prisma.empty;
-    const after = input.cursor
-      ? Prisma.sql`AND ("createdAt", id) < (${input.cursor.at}::timestamptz, ${input.cursor.id}::uuid)`
-      : Prisma.empty;
-    const rows = await ctx.db.$queryRaw<ContactRow[]>`
-      SELECT id, email, data, subscribed, "createdAt", "updatedAt"
-        FROM "Contact"
-       WHERE "projectId" = ${ctx.actor.projectId}::uuid ${search} ${after}
-       ORDER BY "createdAt" DESC, id DESC
-       LIMIT ${input.limit + 1}::int`;
-    return page(rows, input.limit, (c) => ({ at: c.createdAt, id: c.id }));
+  /**
+   * Newest first; `search` matches the start of the email, any case; dataKey + dataValue
+   * the contacts whose data holds that field. Keyset pages both ways (cursor, before),
+   * each contact with how many executions it has had and has active.
+   */
+  list: viewerProcedure.input(listContactsInput).query(({ ctx, input }) =>
+    listContacts(ctx.db, {
+      projectId: ctx.actor.projectId,
+      emailPattern: input.search ? likePrefix(input.search.toLowerCase()) : undefined,
+      dataKey: input.dataKey,
+      dataValue: input.dataValue,
+      cursor: input.cursor,
+      before: input.before,
+      limit: input.limit,
+    }),
+  ),
+
+  /**
+   * One contact with its journey: its executions across workflows, the events tracked for
+   * it and the emails sent to it, newest first, the latest 100 of each with their counts.
+   */
+  get: viewerProcedure.input(getContactInput).query(async ({ ctx, input }) => {
+    const contact = await contactJourney(ctx.db, ctx.actor.projectId, input.id);
+    if (!contact) throw NOT_FOUND();
+    return contact;
   }),
 
-  /** One contact with its executions across workflows, newest first. */
-  get: viewerProcedure.input(getContactInput).query(async ({ ctx, input }) => {
-    const contact = await ctx.db.contact.findFirst({
-      where: { id: input.id, projectId: ctx.actor.projectId },
-      select: { id: true, email: true, data: true, subscribed: true, createdAt: true, updatedAt: true },
+  /** Replace the contact's data; with expectedUpdatedAt, only if nobody changed it since. */
+  update: marketerProcedure.input(updateContactInput).mutation(async ({ ctx, input }) => {
+    const change = await inTransaction(ctx.db, async (tx) => {
+      const r = await replaceContactData(tx, ctx.actor.projectId, input.id, input.data, input.expectedUpdatedAt ?? null);
+      if (r.ok || r.reason === 'CONTACT_CHANGED') {
+        await audit(tx, ctx.actor, {
+          action: 'contacts.update',
+          targetType: 'contact',
+          targetId: input.id,
+          outcome: r.ok ? 'APPLIED' : 'LOST',
+          before: r.ok ? { data: r.before.data, updatedAt: r.before.updatedAt } : { expectedUpdatedAt: input.expectedUpdatedAt },
+          after: r.ok ? { data: r.after.data, updatedAt: r.after.updatedAt } : { reason: r.reason, updatedAt: r.current.updatedAt },
+        });
+      }
+      return r;
     });
-    if (!contact) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such contact in this project.' });
-    const [executions, executionCount] = await Promise.all([
-      ctx.db.$queryRaw<
-        {
-          id: string;
-          workflowId: string;
-          workflowName: string;
-          status: string;
-          version: number;
-          stepKey: string | null;
-          stepName: string | null;
-          startedAt: Date;
-          finishedAt: Date | null;
-          exitReason: string | null;
-        }[]
-      >`
-        SELECT e.id, e."workflowId", w.name AS "workflowName", e.status::text AS status, e.version,
-               ws.key AS "stepKey", ws.name AS "stepName", e."startedAt", e."finishedAt", e."exitReason"
-          FROM "WorkflowExecution" e
-          JOIN "Workflow" w ON w.id = e."workflowId"
-          LEFT JOIN "WorkflowStep" ws ON ws.id = e."currentStepId"
-         WHERE e."contactId" = ${contact.id}::uuid AND e."projectId" = ${ctx.actor.projectId}::uuid
-         ORDER BY e."startedAt" DESC, e.id DESC
-         LIMIT ${CONTACT_EXECUTIONS}::int`,
-      ctx.db.workflowExecution.count({ where: { contactId: contact.id, projectId: ctx.actor.projectId } }),
-    ]);
-    return { ...contact, executions, executionCount };
+    return changed(change);
+  }),
+
+  /** Subscribe or unsubscribe the contact (its emails are sent only while subscribed). */
+  setSubscribed: marketerProcedure.input(setSubscribedInput).mutation(async ({ ctx, input }) => {
+    const change = await inTransaction(ctx.db, async (tx) => {
+      const r = await setContactSubscribed(tx, ctx.actor.projectId, input.id, input.subscribed);
+      if (r.ok) {
+        await audit(tx, ctx.actor, {
+          action: 'contacts.setSubscribed',
+          targetType: 'contact',
+          targetId: input.id,
+          outcome: 'APPLIED',
+          before: { subscribed: r.before.subscribed },
+          after: { subscribed: r.after.subscribed },
+        });
+      }
+      return r;
+    });
+    return changed(change);
   }),
 });

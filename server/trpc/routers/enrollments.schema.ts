@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { BULK_BYTES_MAX, BULK_ROWS_MAX } from '../bulk-enrollment';
-import { email, id, jsonObject, type JsonObject } from '../inputs';
+import { BULK_BYTES_MAX, BULK_ROWS_MAX } from '../../engine/enrollment-import/rows';
+import { email, id, jsonObject, type JsonObject } from '../../inputs';
 
 export const enrollInput = z
   .object({

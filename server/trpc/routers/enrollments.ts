@@ -1,10 +1,12 @@
 import { TRPCError } from '@trpc/server';
 import { ZodError } from 'zod';
-import { enroll, type EnrollRejection } from '../../engine/enrollment';
-import { notifyWorkers } from '../../engine/wakeup';
-import { audit, inTransaction } from '../audit';
-import { BULK_ROWS_MAX, csvHeader, csvRecords, csvRow, enrollRows, inspectCsv, parseRow, type BulkRow } from '../bulk-enrollment';
-import { ConflictError, conflictError, marketerProcedure, router, type Actor, type Context } from '../trpc';
+import { enrollAudited, type EnrollRejection } from '../../engine/enrollment';
+import { enrollRows, importCsv, refuseUnlessEnrollable } from '../../engine/enrollment-import/enroll-rows';
+import { parseRow, type BulkRow } from '../../engine/enrollment-import/rows';
+import type { Acting } from '../../engine/audit';
+import type { Db } from '../../db';
+import { acting } from '../audit';
+import { ConflictError, conflictError, marketerProcedure, router } from '../trpc';
 import { enrollInput, enrollManyInput, enrollOutput, importCsvInput } from './enrollments.schema';
 
 /**
@@ -38,21 +40,9 @@ export function enrollmentError(rejection: EnrollRejection): TRPCError {
   }
 }
 
-/**
- * A bulk call's workflow must exist in the caller's project and be enabled before any
- * row is read; the refusal is audited like any other.
- */
-async function refuseUnlessEnrollable(ctx: Pick<Context, 'db'> & { actor: Actor }, workflowId: string, action: string): Promise<void> {
-  const rejection = await inTransaction(ctx.db, async (tx): Promise<EnrollRejection | null> => {
-    const workflow = await tx.workflow.findFirst({ where: { id: workflowId, projectId: ctx.actor.projectId }, select: { enabled: true } });
-    const refused: EnrollRejection | null = !workflow
-      ? { reason: 'WORKFLOW_NOT_FOUND' }
-      : !workflow.enabled
-        ? { reason: 'WORKFLOW_DISABLED' }
-        : null;
-    if (refused) await audit(tx, ctx.actor, { action, targetType: 'workflow', targetId: workflowId, outcome: 'REJECTED', after: refused });
-    return refused;
-  });
+/** A bulk call's workflow must exist in the caller's project and be enabled before any row is read. */
+async function requireEnrollable(db: Db, by: Acting, workflowId: string, action: string): Promise<void> {
+  const rejection = await refuseUnlessEnrollable(db, by, workflowId, action);
   if (rejection) throw enrollmentError(rejection);
 }
 
@@ -83,37 +73,25 @@ export const enrollmentsRouter = router({
     .input(enrollInput)
     .output(enrollOutput)
     .mutation(async ({ ctx, input }) => {
-      const result = await inTransaction(ctx.db, async (tx) => {
-        const r = await enroll(tx, {
-          projectId: ctx.actor.projectId,
-          workflowId: input.workflowId,
-          contactId: input.contactId ?? null,
-          email: input.email ?? null,
-          context: input.context ?? {},
-        });
-        await audit(tx, ctx.actor, {
-          action: 'enrollments.enroll',
-          targetType: r.ok ? 'execution' : 'workflow',
-          targetId: r.ok ? r.executionId : input.workflowId,
-          outcome: r.ok ? 'APPLIED' : 'REJECTED',
-          before: { workflowId: input.workflowId, contactId: input.contactId ?? null, email: input.email ?? null },
-          after: r,
-        });
-        return r;
+      const result = await enrollAudited(ctx.db, acting(ctx.actor), {
+        workflowId: input.workflowId,
+        contactId: input.contactId ?? null,
+        email: input.email ?? null,
+        context: input.context ?? {},
       });
       if (!result.ok) throw enrollmentError(result);
-      await notifyWorkers(ctx.db).catch(() => {});
       return { executionId: result.executionId };
     }),
 
   /** Enroll up to 10,000 contacts by email; each row is answered on its own. */
   enrollMany: marketerProcedure.input(enrollManyInput).mutation(async ({ ctx, input }) => {
-    await refuseUnlessEnrollable(ctx, input.workflowId, 'enrollments.enrollMany');
+    const by = acting(ctx.actor);
+    await requireEnrollable(ctx.db, by, input.workflowId, 'enrollments.enrollMany');
     function* rows(): Generator<BulkRow> {
       for (const raw of input.contacts) yield parseRow(raw);
     }
     const { results, summary } = await enrollRows(
-      { db: ctx.db, actor: ctx.actor, workflowId: input.workflowId, action: 'enrollments.enrollMany', source: 'rows' },
+      { db: ctx.db, by, workflowId: input.workflowId, action: 'enrollments.enrollMany', source: 'rows' },
       rows(),
     );
     return { results, summary };
@@ -121,19 +99,10 @@ export const enrollmentsRouter = router({
 
   /** enrollMany from a CSV text: a header row with `email`, other columns into the contact's data. */
   importCsv: marketerProcedure.input(importCsvInput).mutation(async ({ ctx, input }) => {
-    const { fields, rows: count } = inspectCsv(input.csv);
-    if (count === 0) throw csvError('the CSV has a header but no rows');
-    if (count > BULK_ROWS_MAX) throw csvError(`at most ${BULK_ROWS_MAX} rows per import`);
-    const header = csvHeader(fields);
-    if (typeof header === 'string') throw csvError(header);
-    await refuseUnlessEnrollable(ctx, input.workflowId, 'enrollments.importCsv');
-    async function* rows(): AsyncGenerator<BulkRow> {
-      for await (const r of csvRecords(input.csv)) yield csvRow(header as Exclude<typeof header, string>, r.record, r.errors);
-    }
-    const { results, summary } = await enrollRows(
-      { db: ctx.db, actor: ctx.actor, workflowId: input.workflowId, action: 'enrollments.importCsv', source: 'csv' },
-      rows(),
-    );
-    return { results, summary };
+    const run = { db: ctx.db, by: acting(ctx.actor), workflowId: input.workflowId, action: 'enrollments.importCsv', source: 'csv' };
+    const result = await importCsv(run, input.csv);
+    if (result.ok) return { results: result.results, summary: result.summary };
+    if (result.reason === 'INVALID_CSV') throw csvError(result.message);
+    throw enrollmentError(result);
   }),
 });

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DISPATCH_STATES } from '../../read/events';
-import { label, limit, text } from '../inputs';
+import { email, id, jsonObject, label, limit, text } from '../../inputs';
 import { cursor } from '../keyset';
 
 export const listEventsInput = z
@@ -18,3 +18,27 @@ export const listEventsInput = z
     limit,
   })
   .prefault({});
+
+/** The engine's rule for event names (WAIT_FOR_EVENT and triggers match on it). */
+const eventName = label(100).regex(/^[A-Za-z0-9_.:-]+$/, 'letters, digits and _ . : - only');
+
+export const trackEventInput = z.object({
+  name: eventName,
+  /** The contact it happened to: an existing contact's id... */
+  contactId: id.optional(),
+  /** ...or an email (created as a contact if new). Neither: an anonymous event. */
+  email: email.optional(),
+  data: jsonObject.optional(),
+  /** The same key again answers with the first event and stores nothing. */
+  idempotencyKey: label(200).optional(),
+}).superRefine((input, ctx) => {
+  if (input.contactId !== undefined && input.email !== undefined) {
+    ctx.addIssue({ code: 'custom', message: 'give contactId or email, not both', path: ['email'] });
+  }
+});
+
+export const trackEventOutput = z.object({
+  eventId: z.string(),
+  /** True when the idempotency key had been used: eventId is the first event's. */
+  duplicate: z.boolean(),
+});

@@ -1,38 +1,11 @@
 import { TRPCError } from '@trpc/server';
-import { z } from 'zod';
-import { createEngineContext, DEFAULT_ENGINE_CONFIG } from '../../engine/context';
-import { dispatchEvent, storeEvent } from '../../engine/events';
-import { notifyWorkers } from '../../engine/wakeup';
-import { audit, inTransaction } from '../audit';
-import { email, id, jsonObject, label } from '../inputs';
+import { trackEventAudited } from '../../engine/events';
+import { id } from '../../inputs';
 import { contactIdByEmail, listEvents } from '../../read/events';
 import { contactInProject } from '../../read/executions';
+import { acting } from '../audit';
 import { marketerProcedure, router, viewerProcedure } from '../trpc';
-import { listEventsInput } from './events.schema';
-
-/** The engine's rule for event names (WAIT_FOR_EVENT and triggers match on it). */
-const eventName = label(100).regex(/^[A-Za-z0-9_.:-]+$/, 'letters, digits and _ . : - only');
-
-export const trackEventInput = z.object({
-  name: eventName,
-  /** The contact it happened to: an existing contact's id... */
-  contactId: id.optional(),
-  /** ...or an email (created as a contact if new). Neither: an anonymous event. */
-  email: email.optional(),
-  data: jsonObject.optional(),
-  /** The same key again answers with the first event and stores nothing. */
-  idempotencyKey: label(200).optional(),
-}).superRefine((input, ctx) => {
-  if (input.contactId !== undefined && input.email !== undefined) {
-    ctx.addIssue({ code: 'custom', message: 'give contactId or email, not both', path: ['email'] });
-  }
-});
-
-export const trackEventOutput = z.object({
-  eventId: z.string(),
-  /** True when the idempotency key had been used: eventId is the first event's. */
-  duplicate: z.boolean(),
-});
+import { listEventsInput, trackEventInput, trackEventOutput } from './events.schema';
 
 export const eventsRouter = router({
   /**
@@ -72,39 +45,14 @@ export const eventsRouter = router({
     .input(trackEventInput)
     .output(trackEventOutput)
     .mutation(async ({ ctx, input }) => {
-      const stored = await inTransaction(ctx.db, async (tx) => {
-        const r = await storeEvent(
-          tx,
-          {
-            projectId: ctx.actor.projectId,
-            name: input.name,
-            contactId: input.contactId ?? null,
-            email: input.email ?? null,
-            data: input.data ?? {},
-            idempotencyKey: input.idempotencyKey ?? null,
-          },
-          // The sweeper leaves a new event alone this long: the inline dispatch below has it.
-          DEFAULT_ENGINE_CONFIG.inlineDispatchSeconds,
-        );
-        await audit(tx, ctx.actor, {
-          action: 'events.track',
-          targetType: 'event',
-          targetId: r.ok ? r.eventId : (input.contactId ?? input.name),
-          outcome: r.ok ? 'APPLIED' : 'REJECTED',
-          after: r.ok ? { name: input.name, duplicate: r.duplicate, idempotencyKey: input.idempotencyKey ?? null } : r,
-        });
-        return r;
+      const stored = await trackEventAudited(ctx.db, acting(ctx.actor), {
+        name: input.name,
+        contactId: input.contactId ?? null,
+        email: input.email ?? null,
+        data: input.data ?? {},
+        idempotencyKey: input.idempotencyKey ?? null,
       });
       if (!stored.ok) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such contact in this project.' });
-      if (!stored.duplicate) {
-        const engine = createEngineContext(ctx.db, { owner: `api:${process.pid}` });
-        const summary = await dispatchEvent(engine, stored.eventId).catch((error: unknown) => {
-          console.warn(`events.track: inline dispatch of ${stored.eventId} failed; the sweeper will retry:`, error);
-          return null;
-        });
-        // Dispatch wakes workers for its enrollments itself; resumed waits need it here.
-        if (summary?.resumed.some((r) => r.result.resumed)) await notifyWorkers(ctx.db).catch(() => {});
-      }
       return { eventId: stored.eventId, duplicate: stored.duplicate };
     }),
 });

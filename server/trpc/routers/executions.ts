@@ -1,6 +1,6 @@
 import { TRPCError } from '@trpc/server';
-import { contactInProject, executionDetail, executionStats, listExecutions, type ExecutionFilter } from '../../read/executions';
-import { id as idSchema } from '../inputs';
+import { executionDetail, executionStats, listExecutions } from '../../read/executions';
+import { executionFilterOf } from '../execution-filter';
 import { requireWorkflow, stuckScope } from '../scope';
 import { router, viewerProcedure } from '../trpc';
 import { executionStatsInput, getExecutionInput, listExecutionsInput } from './executions.schema';
@@ -19,17 +19,14 @@ export const executionsRouter = router({
    */
   list: viewerProcedure.input(listExecutionsInput).query(async ({ ctx, input }) => {
     const projectId = ctx.actor.projectId;
-    await requireWorkflow(ctx.db, projectId, input.workflowId);
-    let contact: ExecutionFilter['contact'] = null;
-    if (input.contact && idSchema.safeParse(input.contact).success) {
-      if (!(await contactInProject(ctx.db, projectId, input.contact))) {
-        throw new TRPCError({ code: 'NOT_FOUND', message: 'No such contact in this project.' });
-      }
-      contact = { id: input.contact };
-    } else if (input.contact) {
-      contact = { emailPrefix: input.contact };
-    }
-    return listExecutions(ctx.db, { ...input, projectId, contact, graceSeconds: stuckScope(projectId).graceSeconds });
+    const filter = await executionFilterOf(ctx.db, projectId, input);
+    return listExecutions(ctx.db, {
+      ...filter,
+      cursor: input.cursor,
+      before: input.before,
+      limit: input.limit,
+      graceSeconds: stuckScope(projectId).graceSeconds,
+    });
   }),
 
   /**

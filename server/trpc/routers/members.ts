@@ -1,23 +1,13 @@
 import { TRPCError } from '@trpc/server';
-import { z } from 'zod';
-import { addMember, listMembers, removeMember, setMemberRole, type MemberChangeResult } from '../../auth/admin';
+import { listMembers, removeMember, setMemberRole, type MemberChangeResult } from '../../auth/admin';
+import { consoleBaseUrl, invitationLink, inviteMember, listInvitations, revokeInvitation } from '../../auth/invitations';
 import { conflictError, ownerProcedure, router } from '../trpc';
-import { ROLES } from './apiKeys';
-import { email, label, text } from '../inputs';
+import { addMemberInput, removeMemberInput, revokeInvitationInput, setMemberRoleInput } from './members.schema';
 
 // A project's members (OWNER only): who may sign in to it and with which role. A project
 // always keeps at least one OWNER, or nobody could manage its members and keys again.
-
-export const addMemberInput = z.object({
-  email: email,
-  /** Needed when the person has no account yet; an existing account keeps its password. */
-  password: text(128, 8).optional(),
-  name: label(100).optional(),
-  role: z.enum(ROLES),
-});
-
-export const setMemberRoleInput = z.object({ userId: label(100), role: z.enum(ROLES) });
-export const removeMemberInput = z.object({ userId: label(100) });
+// People join by invitation only (server/auth/invitations.ts): `members.add` keeps its
+// name for the programs that call it, and invites.
 
 function answer(result: MemberChangeResult) {
   switch (result.outcome) {
@@ -36,18 +26,43 @@ function answer(result: MemberChangeResult) {
 export const membersRouter = router({
   list: ownerProcedure.query(({ ctx }) => listMembers(ctx.db, ctx.actor.projectId)),
 
+  /**
+   * Invite an email with a role. The answer has the same shape and fields whether or not
+   * the email has an account: the invitation, and its link (shown this once; only a hash
+   * is kept). The person joins when they accept, signed in as that email.
+   */
   add: ownerProcedure.input(addMemberInput).mutation(async ({ ctx, input }) => {
-    const result = await addMember(ctx.db, { ...input, projectId: ctx.actor.projectId, actor: ctx.actor.id });
+    if (input.password !== undefined) {
+      throw new TRPCError({
+        code: 'BAD_REQUEST',
+        message: 'members.add no longer sets passwords: it invites, and the person chooses their own password when they accept the link.',
+      });
+    }
+    const result = await inviteMember(ctx.db, { projectId: ctx.actor.projectId, email: input.email, role: input.role, actor: ctx.actor.id });
+    if (result.outcome === 'ALREADY_MEMBER') {
+      throw conflictError(
+        { reason: 'ALREADY_MEMBER', userId: result.userId, role: result.role },
+        `${input.email.trim().toLowerCase()} is already a member (${result.role}); change their role instead.`,
+      );
+    }
+    return { invitation: result.invitation, link: invitationLink(consoleBaseUrl(ctx.headers.get('origin')), result.token) };
+  }),
+
+  /** The project's invitations of the last 30 days, pending first. */
+  invitations: ownerProcedure.query(({ ctx }) => listInvitations(ctx.db, ctx.actor.projectId)),
+
+  revokeInvitation: ownerProcedure.input(revokeInvitationInput).mutation(async ({ ctx, input }) => {
+    const result = await revokeInvitation(ctx.db, { projectId: ctx.actor.projectId, id: input.id, actor: ctx.actor.id, reason: input.reason ?? null });
     switch (result.outcome) {
-      case 'ADDED':
-        return { member: result.member, accountCreated: result.accountCreated };
-      case 'ALREADY_MEMBER':
+      case 'APPLIED':
+        return result.invitation;
+      case 'NOT_FOUND':
+        throw new TRPCError({ code: 'NOT_FOUND', message: 'No such invitation in this project.' });
+      case 'ENDED':
         throw conflictError(
-          { reason: 'ALREADY_MEMBER', userId: result.member.userId, role: result.member.role },
-          `${result.member.email} is already a member (${result.member.role}); change their role instead.`,
+          { reason: `INVITATION_${result.invitation.status}`, invitation: result.invitation },
+          `This invitation is already ${result.invitation.status.toLowerCase()}.`,
         );
-      case 'PASSWORD_REQUIRED':
-        throw new TRPCError({ code: 'BAD_REQUEST', message: 'This person has no account yet: give them a password to sign in with.' });
     }
   }),
 
@@ -59,5 +74,7 @@ export const membersRouter = router({
 
   remove: ownerProcedure
     .input(removeMemberInput)
-    .mutation(async ({ ctx, input }) => answer(await removeMember(ctx.db, { ...input, projectId: ctx.actor.projectId, actor: ctx.actor.id }))),
+    .mutation(async ({ ctx, input }) =>
+      answer(await removeMember(ctx.db, { userId: input.userId, reason: input.reason ?? null, projectId: ctx.actor.projectId, actor: ctx.actor.id })),
+    ),
 });

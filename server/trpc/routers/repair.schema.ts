@@ -1,10 +1,11 @@
 import { z } from 'zod';
 import { BULK_MAX } from '../../repair/bulk';
-import { REPAIR_ACTIONS } from '../../repair/actions';
+import { REPAIR_ACTIONS } from '../../repair/planner';
 import { MESSAGE_REPAIR_ACTIONS } from '../../repair/messages';
 import { STUCK_REASONS } from '../../repair/stuck';
-import { id, label, limit, version } from '../inputs';
+import { id, label, limit, reason, version } from '../../inputs';
 import { cursor } from '../keyset';
+import { executionFilterInput } from './executions.schema';
 
 export const stuckInput = z
   .object({
@@ -38,7 +39,6 @@ function requireTarget(
 /** One repair (preview, apply): an execution's or event's action, or a message repair. */
 const oneAction = z.enum([...REPAIR_ACTIONS, ...MESSAGE_REPAIR_ACTIONS]);
 /** Why the operator is doing this, for the audit log: mandatory. */
-const reason = label(500, 3);
 
 export const previewInput = z
   .object({
@@ -81,10 +81,15 @@ const bulkFilter = z
     errorPattern: errorPattern.nullable().optional(),
     status: z.enum(['RUNNING', 'WAITING', 'FAILED']).optional(),
     executionIds: z.array(id).min(1).max(BULK_MAX).optional(),
+    /** The executions a list's filters select (executions.list's filters, without paging): the Executions page's "repair matching". */
+    executions: executionFilterInput.optional(),
   })
   .superRefine((f, ctx) => {
-    if (!f.reason && !f.status && !f.executionIds) {
-      ctx.addIssue({ code: 'custom', message: 'select by a stuck reason, a status or execution ids', path: ['reason'] });
+    if (!f.reason && !f.status && !f.executionIds && !f.executions) {
+      ctx.addIssue({ code: 'custom', message: 'select by a stuck reason, a status, execution ids or an executions filter', path: ['reason'] });
+    }
+    if (f.executions && (f.reason || f.status || f.executionIds || f.workflowId)) {
+      ctx.addIssue({ code: 'custom', message: 'an executions filter selects on its own (its workflowId is inside it)', path: ['executions'] });
     }
     if (!f.reason && (f.stepId !== undefined || f.errorPattern !== undefined)) {
       ctx.addIssue({ code: 'custom', message: 'a stuck group (stepId, errorPattern) needs its reason', path: ['reason'] });

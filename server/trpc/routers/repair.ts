@@ -1,15 +1,15 @@
 import { TRPCError } from '@trpc/server';
-import { applyRepair, previewRepair, RepairNotFound, repairOptionsFor, type RepairRequest } from '../../repair/actions';
-import { applyMany } from '../../repair/bulk';
-import { applyMessageRepair, isMessageRepairAction, messageRepairOptionsFor, previewMessageRepair, type MessageRepairAction } from '../../repair/messages';
+import { previewRepair, repairOptionsFor } from '../../repair/actions';
+import { applyOneRepair, repairRequestOf, type ApplyOneResult } from '../../repair/apply-one';
+import { applyManyAudited } from '../../repair/bulk-run';
+import { isMessageRepairAction, messageRepairOptionsFor, previewMessageRepair } from '../../repair/messages';
+import { RepairNotFound } from '../../repair/target';
 import { listStuck, STUCK_DESCRIPTIONS, stuckGroups } from '../../repair/stuck';
-import { audit, inTransaction } from '../audit';
 import { encodeCursor } from '../keyset';
 import { requireWorkflow, stuckScope } from '../scope';
-import type { Db } from '../../db';
-import { ConflictError, conflictError, operatorProcedure, router, viewerProcedure, type Actor } from '../trpc';
+import { ConflictError, conflictError, operatorProcedure, router, viewerProcedure } from '../trpc';
 import { DEFAULT_ENGINE_CONFIG } from '../../engine/context';
-import { applyManyLive, auditBulkRun } from './repair.bulk';
+import { applyManyLive, bulkFilterOf } from './repair.bulk';
 import { applyInput, applyManyInput, applyManyLiveInput, optionsInput, previewInput, stuckGroupsInput, stuckInput } from './repair.schema';
 
 // Repair (OPERATOR): thin over server/repair, which runs every action through the
@@ -17,38 +17,19 @@ import { applyInput, applyManyInput, applyManyLiveInput, optionsInput, previewIn
 
 const notFound = (message: string) => new TRPCError({ code: 'NOT_FOUND', message: message.charAt(0).toUpperCase() + message.slice(1) + '.' });
 
-function requestOf(projectId: string, input: { action: RepairRequest['action'] | MessageRepairAction; executionId?: string | undefined; eventId?: string | undefined }): RepairRequest {
-  if (isMessageRepairAction(input.action)) throw new Error(`${input.action} is a message repair`);
-  return {
-    projectId,
-    action: input.action,
-    executionId: input.action === 'REDRIVE_EVENT' ? null : (input.executionId ?? null),
-    eventId: input.eventId ?? null,
-  };
-}
-
 /**
- * MARK_SENT, RESEND, GIVE_UP on an email (server/repair/messages.ts), answered like the
- * other repairs: lost is CONFLICT naming who changed the message; not allowed in its
- * current state is PRECONDITION_FAILED with the refusal; every attempt is audited.
+ * The API's answer to a repair that did not apply: lost is CONFLICT naming the winner; not
+ * allowed in the current state (or making a second active execution, I1) is
+ * PRECONDITION_FAILED with the refusal; no such target is NOT_FOUND (its attempt audited).
  */
-async function applyMessage(
-  ctx: { db: Db; actor: Actor },
-  input: { action: MessageRepairAction; messageId: string; expectedVersion: number; reason: string; providerId?: string | undefined },
-) {
-  const result = await applyMessageRepair(ctx.db, {
-    projectId: ctx.actor.projectId,
-    action: input.action,
-    messageId: input.messageId,
-    actor: ctx.actor.id,
-    expectedVersion: input.expectedVersion,
-    reason: input.reason,
-    providerId: input.providerId ?? null,
-  });
+function answer({ target, result }: ApplyOneResult) {
   if (result.ok) return result;
   switch (result.code) {
     case 'CONFLICT':
-      throw conflictError(result.conflict, `Lost: the ${result.conflict.winner.kind} changed this email first.`);
+      throw conflictError(
+        result.conflict,
+        target === 'message' ? `Lost: the ${result.conflict.winner.kind} changed this email first.` : `Lost: the ${result.conflict.winner.kind} got there first.`,
+      );
     case 'NOT_ALLOWED':
       throw new TRPCError({
         code: 'PRECONDITION_FAILED',
@@ -56,21 +37,13 @@ async function applyMessage(
         cause: new ConflictError({
           reason: 'NOT_ALLOWED',
           refusal: result.message,
-          status: result.target.status,
+          status: result.target.kind === 'event' ? null : result.target.status,
           currentVersion: result.target.version,
         }),
       });
+    case 'ACTIVE_EXECUTION':
+      throw new TRPCError({ code: 'PRECONDITION_FAILED', message: result.message, cause: new ConflictError(result.conflict) });
     case 'NOT_FOUND':
-      await inTransaction(ctx.db, (tx) =>
-        audit(tx, ctx.actor, {
-          action: `repair.${input.action}`,
-          targetType: 'message',
-          targetId: input.messageId,
-          outcome: 'REJECTED',
-          reason: input.reason,
-          after: { reason: 'NOT_FOUND', message: result.message },
-        }),
-      );
       throw notFound(result.message);
   }
 }
@@ -135,7 +108,7 @@ export const repairRouter = router({
       if (isMessageRepairAction(input.action)) {
         return await previewMessageRepair(ctx.db, { projectId: ctx.actor.projectId, action: input.action, messageId: input.messageId! });
       }
-      return await previewRepair(ctx.db, requestOf(ctx.actor.projectId, input), stuckScope(ctx.actor.projectId));
+      return await previewRepair(ctx.db, repairRequestOf(ctx.actor.projectId, input), stuckScope(ctx.actor.projectId));
     } catch (error) {
       if (error instanceof RepairNotFound) throw notFound(error.message);
       throw error;
@@ -148,53 +121,9 @@ export const repairRouter = router({
    * the refusal. (tRPC reserves `apply`, `call` and `then` as procedure names, since its
    * proxies would take them for Function.prototype methods; hence `applyOne`.)
    */
-  applyOne: operatorProcedure.input(applyInput).mutation(async ({ ctx, input }) => {
-    if (isMessageRepairAction(input.action)) return applyMessage(ctx, { ...input, action: input.action, messageId: input.messageId! });
-    const request = requestOf(ctx.actor.projectId, input);
-    const result = await applyRepair(
-      ctx.db,
-      {
-        ...request,
-        actor: ctx.actor.id,
-        expectedVersion: input.expectedVersion,
-        reason: input.reason,
-        ...(input.expectedStepExecutionId !== undefined ? { expectedStepExecutionId: input.expectedStepExecutionId } : {}),
-      },
-      stuckScope(ctx.actor.projectId),
-    );
-    if (result.ok) return result;
-    switch (result.code) {
-      case 'CONFLICT':
-        throw conflictError(result.conflict, `Lost: the ${result.conflict.winner.kind} got there first.`);
-      case 'NOT_ALLOWED':
-        throw new TRPCError({
-          code: 'PRECONDITION_FAILED',
-          message: result.message,
-          cause: new ConflictError({
-            reason: 'NOT_ALLOWED',
-            refusal: result.message,
-            status: result.target.kind === 'execution' ? result.target.status : null,
-            currentVersion: result.target.version,
-          }),
-        });
-      case 'ACTIVE_EXECUTION':
-        // I1: it would make a second active execution; the attempt is audited.
-        throw new TRPCError({ code: 'PRECONDITION_FAILED', message: result.message, cause: new ConflictError(result.conflict) });
-      case 'NOT_FOUND':
-        // The repair's transaction rolled back; the refused attempt is still recorded.
-        await inTransaction(ctx.db, (tx) =>
-          audit(tx, ctx.actor, {
-            action: `repair.${input.action}`,
-            targetType: input.action === 'REDRIVE_EVENT' ? 'event' : 'execution',
-            targetId: (input.action === 'REDRIVE_EVENT' ? input.eventId : input.executionId) ?? '',
-            outcome: 'REJECTED',
-            reason: input.reason,
-            after: { reason: 'NOT_FOUND', message: result.message },
-          }),
-        );
-        throw notFound(result.message);
-    }
-  }),
+  applyOne: operatorProcedure.input(applyInput).mutation(async ({ ctx, input }) =>
+    answer(await applyOneRepair(ctx.db, { ...input, projectId: ctx.actor.projectId, actor: ctx.actor.id }, stuckScope(ctx.actor.projectId))),
+  ),
 
   /**
    * Repair every execution a filter selects: `dryRun` counts them; otherwise one claim
@@ -202,26 +131,12 @@ export const repairRouter = router({
    * does not fit its state). Cancelling the request stops it between executions.
    */
   applyMany: operatorProcedure.input(applyManyInput).mutation(async ({ ctx, input, signal }) => {
-    await requireWorkflow(ctx.db, ctx.actor.projectId, input.filter.workflowId);
-    const result = await applyMany(
+    const filter = await bulkFilterOf(ctx, input.filter);
+    return applyManyAudited(
       ctx.db,
-      {
-        projectId: ctx.actor.projectId,
-        actor: ctx.actor.id,
-        action: input.action,
-        reason: input.reason,
-        filter: input.filter,
-        dryRun: input.dryRun,
-        signal,
-      },
+      { projectId: ctx.actor.projectId, actor: ctx.actor.id, action: input.action, reason: input.reason, filter, selection: input.filter, dryRun: input.dryRun, signal },
       stuckScope(ctx.actor.projectId),
     );
-    if (!result.dryRun) {
-      // Each execution's repair has its own entry; this one records the run as a whole.
-      const applied = result.items.filter((i) => i.outcome === 'APPLIED').length;
-      await auditBulkRun(ctx, input, { matched: result.matched, applied, done: result.items.length, interrupted: result.interrupted });
-    }
-    return result;
   }),
 
   /**

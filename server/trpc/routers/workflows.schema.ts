@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { workflowInput } from '../../engine/definition';
-import { id, isStorableText } from '../inputs';
+import { id, isStorableText } from '../../inputs';
 
 /** Every string anywhere in a value that PostgreSQL would refuse, with its path. */
 function unstorableStrings(value: unknown, path: (string | number)[], found: (string | number)[][]): void {

@@ -1,12 +1,54 @@
 import { authFor } from '@/server/auth/auth';
+import { beginSignInAttempt, finishSignInAttempt } from '@/server/auth/sign-in-limit';
 import { db } from '@/server/db';
+import { boundedRequest, malformedRequest } from '@/server/trpc/http';
 
 // better-auth's endpoints (sign-in, sign-out, session) under /api/auth. The instance is
 // made on first request, not at import, so `next build` needs neither a database nor a
-// secret.
+// secret. Nobody is signed in here yet: a body is read up to a few kilobytes, no more.
+// A password sign-in also passes the per-account limit (server/auth/sign-in-limit.ts).
 
-function handler(request: Request): Promise<Response> {
-  return authFor(db()).handler(request);
+const AUTH_BODY_BYTES = 16 * 1024;
+
+function tooManyAttempts(retryAfterSeconds: number): Response {
+  return Response.json(
+    {
+      code: 'TOO_MANY_ATTEMPTS',
+      message: `Too many wrong passwords for this account. Try again in ${Math.ceil(retryAfterSeconds / 60)} min, or ask an owner to reset it.`,
+    },
+    { status: 429, headers: { 'Retry-After': String(retryAfterSeconds) } },
+  );
+}
+
+async function emailOf(request: Request): Promise<string | null> {
+  try {
+    const body: unknown = await request.clone().json();
+    const email = (body as { email?: unknown } | null)?.email;
+    return typeof email === 'string' && email.trim() ? email : null;
+  } catch {
+    return null;
+  }
+}
+
+async function handler(incoming: Request): Promise<Response> {
+  const malformed = malformedRequest(incoming);
+  if (malformed) return malformed;
+  const request = await boundedRequest(incoming, AUTH_BODY_BYTES);
+  if (request instanceof Response) return request;
+  const auth = authFor(db());
+  const email = request.method === 'POST' && new URL(request.url).pathname.endsWith('/sign-in/email') ? await emailOf(request) : null;
+  if (!email) return auth.handler(request);
+
+  const gate = await beginSignInAttempt(db(), email);
+  if (!gate.allowed) return tooManyAttempts(gate.retryAfterSeconds);
+  let response: Response | undefined;
+  try {
+    response = await auth.handler(request);
+    return response;
+  } finally {
+    const outcome = response?.ok ? 'SIGNED_IN' : response?.status === 401 ? 'WRONG_PASSWORD' : 'OTHER';
+    await finishSignInAttempt(db(), email, gate.attemptId, outcome).catch(() => {});
+  }
 }
 
 export { handler as GET, handler as POST };

@@ -1,0 +1,216 @@
+import pg from 'pg';
+import {
+  advanceExecution,
+  advanceFromWait,
+  claimDueEvents,
+  claimDueWaits,
+  claimQueuedMessages,
+  claimReadySteps,
+  claimStep,
+  lockDueWaits,
+  parkExecution,
+  recordDeliveries,
+  type DueWaitClaim,
+  type StepClaim,
+} from '../server/engine/claims';
+import { runStep } from '../server/engine/steps';
+import { nextStepId, type WorkflowGraph } from '../server/engine/workflow-graph';
+import type { StepType } from '../server/engine/definition';
+import { prepared, recordStatement, type Statement } from './support';
+
+// The raw baseline's worker process: the same passes as scripts/worker.ts runs, the same
+// statements (recorded from server/engine/claims/, so they cannot drift from the engine's) and the
+// same transactions, sent over plain pg as named prepared statements: no Prisma, no
+// lease renewal timers, no logging. What is left is what PostgreSQL needs for a step.
+//
+// --lean drops the polls of empty queues (events) and the wait pass when nothing waits:
+// what the engine would cost with no polling commits while work is queued.
+
+const url = process.env.DATABASE_URL!;
+const concurrency = Number(process.argv[process.argv.indexOf('--concurrency') + 1] || 4);
+const lean = process.argv.includes('--lean');
+/** The workflow whose executions this run drains: the process exits once none is active. */
+const workflowId = process.argv[process.argv.indexOf('--workflow') + 1]!;
+const LEASE = 30;
+const owner = `raw:${process.pid}`;
+const pool = new pg.Pool({ connectionString: url, max: concurrency + 2, application_name: 'waypost-bench-raw' });
+
+let statements = 0;
+async function q<T extends pg.QueryResultRow>(s: Statement, client: pg.Pool | pg.PoolClient = pool): Promise<T[]> {
+  statements++;
+  return (await client.query<T>(prepared(s))).rows;
+}
+
+const graphs = new Map<string, WorkflowGraph>();
+async function graphOf(workflowId: string): Promise<WorkflowGraph> {
+  const hit = graphs.get(workflowId);
+  if (hit) return hit;
+  const steps = await pool.query(`SELECT id, key, type, name, config FROM "WorkflowStep" WHERE "workflowId" = $1`, [workflowId]);
+  const transitions = await pool.query(`SELECT "fromStepId", "toStepId", branch FROM "WorkflowTransition" WHERE "workflowId" = $1`, [workflowId]);
+  const graph = {
+    id: workflowId,
+    steps: new Map(steps.rows.map((s) => [s.id, { id: s.id, key: s.key, type: s.type as StepType, name: s.name, config: s.config }])),
+    transitions: new Map(transitions.rows.map((t) => [`${t.fromStepId}:${t.branch ?? ''}`, t.toStepId])),
+  } as unknown as WorkflowGraph;
+  graphs.set(workflowId, graph);
+  return graph;
+}
+
+/** Run a claimed step and record it; the next step's claim (made in the same statement) if the execution goes on. */
+async function runClaimed(claim: StepClaim): Promise<StepClaim | null> {
+  const graph = await graphOf(claim.workflowId);
+  const step = graph.steps.get(claim.stepId)!;
+  const outcome = runStep({
+    type: step.type,
+    config: step.config,
+    contact: { email: claim.contactEmail, data: claim.contactData ?? {}, subscribed: claim.contactSubscribed },
+    context: claim.context ?? {},
+  });
+  if (outcome.kind === 'advance') {
+    const next = nextStepId(graph, claim.stepId, outcome.branch);
+    const [row] = await q<StepClaim>(
+      recordStatement((db) =>
+        advanceExecution(db, claim, {
+          nextStepId: next ?? claim.stepId,
+          status: next ? 'RUNNING' : 'COMPLETED',
+          output: outcome.branch === null ? outcome.output : { ...outcome.output, branch: outcome.branch },
+          contactPatch: outcome.contactPatch ?? null,
+          message: outcome.message ?? null,
+          claimNext: { leaseSeconds: LEASE, owner },
+        }),
+      ),
+    );
+    return row?.stepExecutionId && next ? { ...row, executionId: claim.executionId } : null;
+  }
+  if (outcome.kind === 'park') {
+    if (outcome.eventName) throw new Error('the raw baseline runs no WAIT_FOR_EVENT');
+    if (outcome.dueInSeconds <= 0) {
+      // DELAY 0 goes on at once, as the engine's runner does (no park/wake round trip).
+      const next = nextStepId(graph, claim.stepId, null);
+      const [row] = await q<StepClaim>(
+        recordStatement((db) =>
+          advanceExecution(db, claim, {
+            nextStepId: next ?? claim.stepId,
+            status: next ? 'RUNNING' : 'COMPLETED',
+            output: { ...outcome.output, resolvedBy: 'TIMEOUT', branch: null },
+            elapsed: true,
+            claimNext: { leaseSeconds: LEASE, owner },
+          }),
+        ),
+      );
+      return row?.stepExecutionId && next ? { ...row, executionId: claim.executionId } : null;
+    }
+    await q(recordStatement((db) => parkExecution(db, claim, { dueInSeconds: outcome.dueInSeconds, output: outcome.output })));
+    return null;
+  }
+  if (outcome.kind === 'exit') {
+    await q(
+      recordStatement((db) =>
+        advanceExecution(db, claim, { nextStepId: claim.stepId, status: 'EXITED', exitReason: outcome.reason, output: { exitReason: outcome.reason } }),
+      ),
+    );
+    return null;
+  }
+  throw new Error(`unexpected outcome ${outcome.kind}: ${'error' in outcome ? outcome.error : ''}`);
+}
+
+async function drive(first: StepClaim): Promise<number> {
+  let claim: StepClaim | null = first;
+  let steps = 0;
+  while (claim) {
+    claim = await runClaimed(claim);
+    steps++;
+  }
+  return steps;
+}
+
+let waiting = true;
+async function pass(): Promise<number> {
+  const claims = await q<StepClaim>(recordStatement((db) => claimReadySteps(db, { limit: concurrency, leaseSeconds: LEASE, owner, maxAttempts: 3 })));
+  let work = claims.length;
+  await Promise.all(claims.filter((c) => c.stepExecutionId).map(drive));
+
+  if (!lean || waiting) {
+    const client = await pool.connect();
+    let waits: DueWaitClaim[] = [];
+    try {
+      await client.query('BEGIN');
+      statements++;
+      const locked = await q<{ id: string }>(recordStatement((db) => lockDueWaits(db, { limit: concurrency })), client);
+      if (locked.length > 0) {
+        waits = await q<DueWaitClaim>(recordStatement((db) => claimDueWaits(db, { stepExecutionIds: locked.map((r) => r.id) })), client);
+      }
+      await client.query('COMMIT');
+      statements++;
+    } finally {
+      client.release();
+    }
+    work += waits.length;
+    await Promise.all(
+      waits.map(async (w) => {
+        const graph = await graphOf(w.workflowId);
+        const next = nextStepId(graph, w.stepId, w.branch);
+        const [row] = await q<{ version: number }>(
+          recordStatement((db) =>
+            advanceFromWait(db, {
+              executionId: w.executionId,
+              expectedVersion: w.version,
+              stepExecutionId: w.stepExecutionId,
+              waitStepId: w.stepId,
+              nextStepId: next ?? w.stepId,
+              status: next ? 'RUNNING' : 'COMPLETED',
+              contextPatch: {},
+            }),
+          ),
+        );
+        if (!row || !next) return;
+        const [claim] = await q<StepClaim>(
+          recordStatement((db) => claimStep(db, { executionId: w.executionId, expectedVersion: row.version, leaseSeconds: LEASE, owner })),
+        );
+        if (claim?.stepExecutionId) await drive(claim);
+      }),
+    );
+  }
+
+  if (!lean) work += (await q(recordStatement((db) => claimDueEvents(db, { owner, leaseSeconds: LEASE, limit: concurrency })))).length;
+
+  const messages = await q<{ id: string; version: number }>(
+    recordStatement((db) => claimQueuedMessages(db, { owner, leaseSeconds: LEASE, limit: concurrency })),
+  );
+  work += messages.length;
+  if (messages.length > 0) {
+    await q(
+      recordStatement((db) =>
+        recordDeliveries(db, { owner, outcomes: messages.map((m) => ({ messageId: m.id, version: m.version, providerId: `log:${m.id}` })) }),
+      ),
+    );
+  }
+  return work;
+}
+
+async function main(): Promise<void> {
+  await pool.query('SELECT 1');
+  process.stdout.write('ready\n');
+  await new Promise<void>((resolve) => process.stdin.once('data', () => resolve()));
+  // stdin stays open otherwise, and would keep the process alive after its work is done.
+  process.stdin.destroy();
+  for (;;) {
+    const work = await pass();
+    if (work > 0) continue;
+    const { rows } = await pool.query<{ active: boolean; waiting: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM "WorkflowExecution" WHERE "workflowId" = $1 AND status IN ('RUNNING', 'WAITING')) AS active,
+              EXISTS (SELECT 1 FROM "WorkflowExecution" WHERE "workflowId" = $1 AND status = 'WAITING') AS waiting`,
+      [workflowId],
+    );
+    waiting = rows[0]!.waiting;
+    if (!rows[0]!.active) break;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  process.stdout.write(`result ${JSON.stringify({ statements })}\n`);
+  await pool.end();
+}
+
+main().catch((error) => {
+  process.stderr.write(`raw worker failed: ${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,114 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+// Shows that the drill's faults matter: for each guard below, remove it, run the quick
+// drill, and expect it to report a violation (exit 1); then restore the code. As
+// scripts/guard-mutations.ts does for the race suite.
+//
+//   npm run drill:mutations [-- NAME]      (NAME: a part of a guard's text)
+//
+// These guards live in the workers' code, which the worker processes run from source: the
+// file's modification time is put back after each edit, so the web server's production
+// build is not rebuilt for a change it does not run. Exits non-zero if a drill passes
+// with its guard removed.
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+
+interface Mutation {
+  guard: string;
+  /** The fault that makes the guard matter. */
+  fault: string;
+  edits: { file: string; find: string; replace: string }[];
+}
+
+// (advanceExecution's version fence, removed, was caught in one quick run of three: the
+// stale writer needs a worker stalled past its lease at the right moment, which the
+// drill's pause and pool exhaustion give only sometimes. The race suite proves that guard.)
+const MUTATIONS: Mutation[] = [
+  {
+    guard: 'a sender claims only QUEUED emails, never one another sender holds (I5, at most once)',
+    fault: 'mail-hang: half the senders held past their lease while the other half is free to take their emails',
+    edits: [
+      {
+        file: 'server/engine/claims/outbox.ts',
+        find: `       SELECT id FROM "Message" WHERE status = 'QUEUED'
+        ORDER BY "createdAt" LIMIT \${opts.limit}::int
+        FOR UPDATE SKIP LOCKED)
+       AND status = 'QUEUED'`,
+        replace: `       SELECT id FROM "Message" WHERE status = 'QUEUED' OR (status = 'SENDING' AND "leaseExpiresAt" < now())
+        ORDER BY "createdAt" LIMIT \${opts.limit}::int
+        FOR UPDATE SKIP LOCKED)`,
+      },
+    ],
+  },
+  {
+    guard: 'a step whose lease ran out is re-claimed by another worker',
+    fault: 'worker-kill: a SIGKILLed worker leaves its claimed steps RUNNING',
+    edits: [
+      {
+        file: 'server/engine/claims/execution.ts',
+        find: `       WHERE s.status IN ('PENDING', 'FAILED') OR (s.status = 'RUNNING' AND s."leaseExpiresAt" < now())`,
+        replace: `       WHERE s.status IN ('PENDING', 'FAILED')`,
+      },
+    ],
+  },
+];
+
+function applyEdits(m: Mutation): Map<string, { text: string; mtime: Date; atime: Date }> {
+  const originals = new Map<string, { text: string; mtime: Date; atime: Date }>();
+  for (const edit of m.edits) {
+    const file = path.join(ROOT, edit.file);
+    if (!originals.has(file)) {
+      const st = statSync(file);
+      originals.set(file, { text: readFileSync(file, 'utf8'), mtime: st.mtime, atime: st.atime });
+    }
+    const current = readFileSync(file, 'utf8');
+    if (!current.includes(edit.find)) throw new Error(`guard text not found in ${edit.file} (the mutation is out of date):\n${edit.find}`);
+    writeFileSync(file, current.split(edit.find).join(edit.replace));
+    const o = originals.get(file)!;
+    utimesSync(file, o.atime, o.mtime);
+  }
+  return originals;
+}
+
+function restore(originals: Map<string, { text: string; mtime: Date; atime: Date }>): void {
+  for (const [file, o] of originals) {
+    writeFileSync(file, o.text);
+    utimesSync(file, o.atime, o.mtime);
+  }
+}
+
+const only = process.argv[2];
+const selected = only ? MUTATIONS.filter((m) => m.guard.includes(only) || m.fault.includes(only)) : MUTATIONS;
+let missed = 0;
+for (const m of selected) {
+  const originals = applyEdits(m);
+  const results = mkdtempSync(path.join(os.tmpdir(), 'waypost-drill-mutation-'));
+  const started = Date.now();
+  let code: number | null;
+  let violations: { check: string; count: number }[] = [];
+  let faultNotes: string[] = [];
+  try {
+    const run = spawnSync(process.execPath, ['--import', 'tsx', 'drill/run.ts', '--quick', '--results', results], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'], timeout: 600_000 });
+    code = run.status;
+    try {
+      const report = JSON.parse(readFileSync(path.join(results, 'latest.json'), 'utf8')) as { violations: typeof violations; faults: { log: { kind: string; note: string }[] } };
+      violations = report.violations;
+      faultNotes = report.faults.log.filter((f) => f.kind !== 'worker-kill').map((f) => `${f.kind}: ${f.note}`);
+    } catch {
+      // no report: the drill failed before its checks (exit 2)
+    }
+  } finally {
+    restore(originals);
+    rmSync(results, { recursive: true, force: true });
+  }
+  const caught = code === 1 && violations.length > 0;
+  if (!caught) missed++;
+  console.log(`${caught ? 'caught' : 'MISSED'}  ${m.guard}  [${m.fault}; exit ${code}, ${Math.round((Date.now() - started) / 1000)} s]`);
+  for (const v of violations) console.log(`        violation: ${v.check}: ${v.count}`);
+  if (!caught) for (const n of faultNotes) console.log(`        (fault ${n})`);
+}
+console.log(`${selected.length - missed} caught, ${missed} missed`);
+process.exit(missed === 0 ? 0 : 1);

@@ -1,0 +1,1 @@
+ALTER TABLE "StepExecution" ADD COLUMN "leaseOwner" TEXT;

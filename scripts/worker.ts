@@ -1,0 +1,132 @@
+import { hostname } from 'node:os';
+import { pathToFileURL } from 'node:url';
+import pg from 'pg';
+import { closeDb, createDb, databaseWaitBounds } from '../server/db';
+import { databaseUrl, env, EnvError } from '../server/env';
+import { createEngineContext, type EngineContext } from '../server/engine/context';
+import { faultInjectingTransport } from '../server/engine/fault-transport';
+import { logTransport, smtpTransport, type MailTransport } from '../server/engine/transport';
+import { WAKEUP_CHANNEL } from '../server/engine/wakeup';
+import { Worker } from '../server/engine/worker';
+
+// `npm run worker -- --concurrency N`: one worker process (server/engine/worker.ts is the
+// loop), any number of them on any number of machines against one PostgreSQL. It listens
+// for NOTIFY on a dedicated connection, logs one JSON line per event, and drains on
+// SIGTERM: the pass in flight finishes, then the process exits.
+
+function parseArgs(argv: string[]): { concurrency?: number } {
+  const i = argv.indexOf('--concurrency');
+  if (i === -1) return {};
+  const value = Number(argv[i + 1]);
+  if (!Number.isInteger(value) || value < 1 || value > 256) {
+    throw new EnvError('--concurrency must be an integer from 1 to 256');
+  }
+  return { concurrency: value };
+}
+
+async function main(): Promise<void> {
+  const config = env();
+  const args = parseArgs(process.argv.slice(2));
+  const concurrency = args.concurrency ?? config.WORKER_CONCURRENCY;
+  const levels = ['debug', 'info', 'warn', 'error'];
+  const minLevel = levels.indexOf(config.LOG_LEVEL);
+  const owner = `worker:${hostname()}:${process.pid}`;
+  const log: EngineContext['log'] = (level, message, fields) => {
+    if (levels.indexOf(level) < minLevel) return;
+    process.stdout.write(`${JSON.stringify({ at: new Date().toISOString(), level, worker: owner, message, ...fields })}\n`);
+  };
+  const url = databaseUrl();
+  const db = createDb(url, {
+    poolSize: concurrency + 2,
+    applicationName: 'waypost-worker',
+    ...databaseWaitBounds(),
+    // One line per idle connection dropped would repeat the loop's own line about the outage.
+    onError: (error) => log('debug', 'idle database connection lost; reconnecting on next use', { error: error.message }),
+  });
+  const configured: MailTransport = config.SMTP_URL
+    ? smtpTransport(config.SMTP_URL)
+    : logTransport((line) => log('info', line));
+  // Drills only (npm run drill): a provider that fails or hangs on cue, with a ledger.
+  const mailControl = process.env.WAYPOST_FAULT_MAIL_CONTROL;
+  const transport = mailControl
+    ? faultInjectingTransport(configured, { controlFile: mailControl, ledgerFile: process.env.WAYPOST_FAULT_MAIL_LEDGER || null })
+    : configured;
+  const ctx = createEngineContext(db, {
+    owner,
+    transport,
+    log,
+    config: {
+      leaseSeconds: config.LEASE_SECONDS,
+      eventMaxAttempts: config.EVENT_MAX_ATTEMPTS,
+    },
+  });
+  const worker = new Worker(ctx, { concurrency, from: config.MAIL_FROM });
+
+  // LISTEN on a dedicated connection. If it drops (PostgreSQL restarted), polling still
+  // finds the work, and the listener comes back with a backoff.
+  let stopping = false;
+  let listener: pg.Client | null = null;
+  let listenerRetry: NodeJS.Timeout | null = null;
+  const listen = async (attempt: number): Promise<void> => {
+    const client = new pg.Client({
+      connectionString: url,
+      application_name: 'waypost-worker-listen',
+      // A partition must fail the attempt, not hang it: the next one is scheduled from here.
+      connectionTimeoutMillis: databaseWaitBounds().connectTimeoutMs,
+      keepAlive: true,
+    });
+    client.on('notification', () => worker.poke());
+    const retry = (error: unknown) => {
+      if (listener !== client || stopping) return;
+      listener = null;
+      // Once per loss, not once per reconnection attempt.
+      if (attempt === 0) log('warn', 'wake-up listener lost; polling until it is back', { error: String(error) });
+      listenerRetry = setTimeout(() => void listen(attempt + 1), Math.min(10_000, 1000 * 2 ** attempt));
+    };
+    client.on('error', retry);
+    client.on('end', () => retry('connection ended'));
+    listener = client;
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${WAKEUP_CHANNEL}`);
+      if (attempt > 0) log('info', 'wake-up listener back');
+      attempt = 0;
+      // Work may have been queued while nobody listened.
+      worker.poke();
+    } catch (error) {
+      retry(error);
+    }
+  };
+  await listen(0);
+
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log('info', `${signal}: draining`);
+    if (listenerRetry) clearTimeout(listenerRetry);
+    const closing = listener;
+    listener = null;
+    await worker.stop();
+    await closing?.end().catch(() => {});
+    transport.close?.();
+    await closeDb(db);
+    log('info', 'stopped');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+
+  worker.start();
+  log('info', 'worker started', { concurrency, transport: transport.name });
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main().catch((error) => {
+    if (error instanceof EnvError) {
+      process.stderr.write(`${error.message}\n`);
+    } else {
+      process.stderr.write(`worker failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
+    }
+    process.exit(1);
+  });
+}

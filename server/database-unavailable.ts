@@ -1,0 +1,43 @@
+// What a lost database looks like from here: PostgreSQL down or restarting, the network
+// gone, every connection busy past the wait bound. Requests that meet one answer 503 with
+// Retry-After (server/trpc/errors.ts); workers back off and resume (server/engine/worker.ts).
+// Bad SQL, constraint violations and lost claims are not outages.
+
+/** SQLSTATEs of a server that is going away or not accepting connections. */
+const UNAVAILABLE_SQLSTATE = /^(08...|57P01|57P02|57P03|53300)$/;
+/** Socket errors of a connection that cannot be made or was cut. */
+const UNAVAILABLE_SOCKET = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+/** Prisma's codes for an unreachable server, a timed-out connection or pool, a closed connection. */
+const UNAVAILABLE_PRISMA = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024']);
+/** The kinds @prisma/adapter-pg gives those errors (meta.driverAdapterError.cause.kind). */
+const UNAVAILABLE_ADAPTER_KIND = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections']);
+/** node-postgres and pg-pool's own errors, which carry no code. */
+const UNAVAILABLE_MESSAGE =
+  /timeout exceeded when trying to connect|Connection terminated|Query read timeout|Client has encountered a connection error|Server has closed the connection|Can't reach database server|Connection refused/i;
+
+function unavailableHere(error: object): boolean {
+  const { code, message, meta } = error as { code?: unknown; message?: unknown; meta?: unknown };
+  if (typeof code === 'string' && (UNAVAILABLE_SQLSTATE.test(code) || UNAVAILABLE_SOCKET.has(code) || UNAVAILABLE_PRISMA.has(code))) return true;
+  const adapter = (meta as { driverAdapterError?: { cause?: { kind?: unknown; code?: unknown } } } | undefined)?.driverAdapterError?.cause;
+  if (adapter) {
+    if (typeof adapter.kind === 'string' && UNAVAILABLE_ADAPTER_KIND.has(adapter.kind)) return true;
+    if (adapter.kind === 'postgres' && typeof adapter.code === 'string' && UNAVAILABLE_SQLSTATE.test(adapter.code)) return true;
+    // A driver error of another kind (a constraint, bad input) is not an outage, whatever its message says.
+    return false;
+  }
+  return typeof message === 'string' && UNAVAILABLE_MESSAGE.test(message);
+}
+
+/**
+ * Whether an error (or one of its causes) says the database cannot be reached right now,
+ * rather than that a statement was wrong: an outage to wait out, not a bug.
+ */
+export function databaseUnavailable(error: unknown): boolean {
+  const seen = new Set<unknown>();
+  for (let e = error; e && typeof e === 'object' && !seen.has(e); e = (e as { cause?: unknown }).cause) {
+    seen.add(e);
+    if (unavailableHere(e)) return true;
+    if (e instanceof AggregateError && e.errors.some((inner) => databaseUnavailable(inner))) return true;
+  }
+  return false;
+}

@@ -1,0 +1,135 @@
+import type { Db, DbTx } from '../db';
+import { cancelExecution, claimWait, readExecutionState, redriveEvent, retryStep, skipStep, type ExecutionState, type OperatorClaimResult } from '../engine/claims';
+import type { EngineContext } from '../engine/context';
+import { dispatchEvent } from '../engine/events';
+import { readEventContext } from '../engine/event-context';
+import { continueAfterWait } from '../engine/runner';
+import { notifyWorkers } from '../engine/wakeup';
+import type { Conflict } from './explain';
+import type { ActiveExecutionConflict, Plan, RepairAction } from './planner';
+import { RepairNotFound, type EventSnapshot, type ExecutionSnapshot, type RepairRequest } from './target';
+
+// Applying a planned repair: one function per action, each going through the engine's
+// own claims with the version the operator saw, so a person can never race a worker, an
+// event or another person into a double send or a double branch. Each is called by
+// applyRepair (actions.ts) inside the repair's transaction, after the plan allowed it.
+
+export type ApplyResult =
+  | { ok: true; action: RepairAction; executionId: string | null; eventId: string | null; version: number; change: string }
+  | { ok: false; code: 'CONFLICT'; conflict: Conflict }
+  | { ok: false; code: 'NOT_ALLOWED'; message: string; target: ExecutionSnapshot | EventSnapshot }
+  | { ok: false; code: 'ACTIVE_EXECUTION'; message: string; conflict: ActiveExecutionConflict; target: ExecutionSnapshot | EventSnapshot }
+  | { ok: false; code: 'NOT_FOUND'; message: string };
+
+export interface ApplyRequest extends RepairRequest {
+  actor: string;
+  expectedVersion: number;
+  reason: string;
+}
+
+/** What an action's applier works with: the repair's transaction, its target and plan, and its answers. */
+export interface Applying<T extends ExecutionSnapshot | EventSnapshot> {
+  tx: DbTx;
+  /** The client outside the transaction, for work after it commits. */
+  db: Db;
+  ctx: EngineContext;
+  req: ApplyRequest;
+  target: T;
+  plan: Plan;
+  /** The claim won at this version: audited APPLIED. */
+  applied(version: number): Promise<ApplyResult>;
+  /** The claim lost to whoever moved the execution: audited LOST, with who won. */
+  lost(current: ExecutionState | null): Promise<ApplyResult>;
+  /** An operator claim's loss: to I1 (an execution became active meanwhile), or to whoever moved it. */
+  lostClaim(r: Exclude<OperatorClaimResult, { won: true }>): Promise<ApplyResult>;
+  /** Work to run once the change has committed (best effort: workers and sweepers pick it up anyway). */
+  afterCommit(then: (ctx: EngineContext) => Promise<unknown>): void;
+}
+
+export type ExecutionApplier = (a: Applying<ExecutionSnapshot>) => Promise<ApplyResult>;
+export type EventApplier = (a: Applying<EventSnapshot>) => Promise<ApplyResult>;
+
+/** The context the wait's resolving event (if any) gives the execution. */
+async function resumeContext(db: DbTx, executionId: string): Promise<Record<string, unknown>> {
+  const [wait] = await db.$queryRaw<{ resumeEventId: string | null }[]>`
+    SELECT s."resumeEventId"
+      FROM "WorkflowExecution" e
+      JOIN "StepExecution" s ON s."executionId" = e.id AND s."stepId" = e."currentStepId"
+     WHERE e.id = ${executionId}::uuid`;
+  return (wait?.resumeEventId && (await readEventContext(db, wait.resumeEventId))) || {};
+}
+
+export const resumeContinuation: ExecutionApplier = async ({ tx, db, ctx, target: execution, applied, lost, afterCommit }) => {
+  const continued = await continueAfterWait(
+    ctx,
+    {
+      executionId: execution.id,
+      version: execution.version,
+      stepExecutionId: execution.stepRow!.id,
+      stepId: execution.step!.id,
+      workflowId: execution.workflowId,
+      branch: execution.stepRow!.resolvedBranch,
+    },
+    await resumeContext(tx, execution.id),
+  );
+  if (!continued.won) return lost(await readExecutionState(tx, execution.id));
+  afterCommit(() => notifyWorkers(db));
+  return applied(continued.version!);
+};
+
+/** FORCE_TIMEOUT and DELIVER_EVENT: the operator claims the wait (I4) and the execution moves on. */
+export const resolveWait: ExecutionApplier = async ({ tx, db, ctx, req, target: execution, plan, applied, lost, afterCommit }) => {
+  let patch: Record<string, unknown> = {};
+  if (req.action === 'DELIVER_EVENT' && req.eventId) {
+    const eventPatch = await readEventContext(tx, req.eventId, { projectId: req.projectId, contactId: execution.contactId });
+    if (!eventPatch) throw new RepairNotFound('event not found for this contact');
+    patch = eventPatch;
+  }
+  const claimed = await claimWait(tx, {
+    stepExecutionId: execution.stepRow!.id,
+    resolvedBy: 'OPERATOR',
+    branch: plan.branch,
+    eventId: req.action === 'DELIVER_EVENT' ? (req.eventId ?? null) : null,
+    expectedVersion: req.expectedVersion,
+  });
+  if (!claimed.won) return lost(claimed.current?.execution ?? (await readExecutionState(tx, execution.id)));
+  const continued = await continueAfterWait(ctx, claimed.wait, patch);
+  if (!continued.won) return lost(await readExecutionState(tx, execution.id));
+  afterCommit(() => notifyWorkers(db));
+  return applied(continued.version!);
+};
+
+export const retry: ExecutionApplier = async ({ tx, db, req, target: execution, applied, lostClaim, afterCommit }) => {
+  const claim = await retryStep(tx, { executionId: execution.id, expectedVersion: req.expectedVersion });
+  if (!claim.won) return lostClaim(claim);
+  afterCommit(() => notifyWorkers(db));
+  return applied(claim.version);
+};
+
+export const skip: ExecutionApplier = async ({ tx, db, req, target: execution, plan, applied, lostClaim, afterCommit }) => {
+  const step = execution.step!;
+  const claim = await skipStep(tx, {
+    executionId: execution.id,
+    expectedVersion: req.expectedVersion,
+    stepId: step.id,
+    nextStepId: plan.nextStep?.id ?? step.id,
+    status: plan.nextStep ? 'RUNNING' : 'COMPLETED',
+    note: `skipped by ${req.actor}: ${req.reason}`,
+  });
+  if (!claim.won) return lostClaim(claim);
+  afterCommit(() => notifyWorkers(db));
+  return applied(claim.version);
+};
+
+export const cancel: ExecutionApplier = async ({ tx, req, target: execution, applied, lost }) => {
+  const claim = await cancelExecution(tx, { executionId: execution.id, expectedVersion: req.expectedVersion, reason: `cancelled by ${req.actor}: ${req.reason}` });
+  if (!claim.won) return lost(claim.current);
+  return applied(claim.version);
+};
+
+export const redrive: EventApplier = async ({ tx, req, target: event, applied, lost, afterCommit }) => {
+  const won = await redriveEvent(tx, { eventId: event.id, expectedAttempts: req.expectedVersion });
+  if (!won) return lost(null);
+  afterCommit((c) => dispatchEvent(c, event.id));
+  return applied(event.version);
+};

@@ -1,0 +1,102 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import ts from 'typescript';
+
+// The claims folder (server/engine/claims/) as source, for the lints over it
+// (test/engine/claims-lint.test.ts, test/engine/transitions.test.ts): the functions its
+// index exports (`export * from` each claim file; fragments.ts is not one), and the SQL
+// of each with the shared fragments it uses written out.
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+export const CLAIMS_DIR = path.join(ROOT, 'server/engine/claims');
+
+const sources = readdirSync(CLAIMS_DIR)
+  .filter((name) => name.endsWith('.ts'))
+  .sort()
+  .map((name) => {
+    const file = path.join(CLAIMS_DIR, name);
+    return ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+  });
+
+export interface ExportedFunction {
+  name: string;
+  /** The file, relative to the claims folder. */
+  file: string;
+  node: ts.FunctionDeclaration;
+}
+
+/** The files index.ts re-exports whole: the claim files. */
+function claimFiles(): ts.SourceFile[] {
+  const index = sources.find((s) => path.basename(s.fileName) === 'index.ts')!;
+  const files = index.statements
+    .filter((s): s is ts.ExportDeclaration => ts.isExportDeclaration(s) && !s.exportClause && !!s.moduleSpecifier)
+    .map((s) => `${(s.moduleSpecifier as ts.StringLiteral).text.replace(/^\.\//, '')}.ts`);
+  return files.map((name) => sources.find((s) => path.basename(s.fileName) === name)!);
+}
+
+/** Every exported function declaration of the claim files, file by file. */
+export function exportedFunctions(): ExportedFunction[] {
+  const found: ExportedFunction[] = [];
+  for (const source of claimFiles()) {
+    source.forEachChild((node) => {
+      if (!ts.isFunctionDeclaration(node) || !node.name) return;
+      if (!node.modifiers?.some((m) => m.kind === ts.SyntaxKind.ExportKeyword)) return;
+      found.push({ name: node.name.text, file: path.basename(source.fileName), node });
+    });
+  }
+  return found;
+}
+
+/** Each `Prisma.sql` template in a node, outermost first. */
+function sqlTemplates(node: ts.Node): ts.TaggedTemplateExpression[] {
+  const found: ts.TaggedTemplateExpression[] = [];
+  const visit = (n: ts.Node) => {
+    if (ts.isTaggedTemplateExpression(n) && n.tag.getText() === 'Prisma.sql') found.push(n);
+    n.forEachChild(visit);
+  };
+  visit(node);
+  return found;
+}
+
+/**
+ * The SQL fragments of the folder (fragments.ts and any file's own): a top-level
+ * function or const built from Prisma.sql templates, by name.
+ */
+const fragments = new Map<string, ts.Node>();
+for (const source of sources) {
+  source.forEachChild((node) => {
+    if (ts.isFunctionDeclaration(node) && node.name && sqlTemplates(node).length > 0) fragments.set(node.name.text, node);
+    if (ts.isVariableStatement(node)) {
+      for (const d of node.declarationList.declarations) {
+        if (ts.isIdentifier(d.name) && d.initializer && sqlTemplates(d.initializer).length > 0) fragments.set(d.name.text, d.initializer);
+      }
+    }
+  });
+}
+
+/** A substitution's text: a fragment written out (all its templates), any other value `$x`. */
+function substitution(expression: ts.Expression, seen: Set<string>): string {
+  const callee = ts.isCallExpression(expression) ? expression.expression : expression;
+  const name = ts.isIdentifier(callee) ? callee.text : null;
+  const fragment = name && !seen.has(name) ? fragments.get(name) : undefined;
+  if (!fragment || !name) return '$x';
+  const inner = new Set(seen).add(name);
+  return sqlTemplates(fragment).map((t) => templateText(t.template, inner)).join(' ');
+}
+
+function templateText(t: ts.TemplateLiteral, seen: Set<string>): string {
+  return ts.isNoSubstitutionTemplateLiteral(t)
+    ? t.text
+    : [t.head.text, ...t.templateSpans.map((s) => `${substitution(s.expression, seen)}${s.literal.text}`)].join('');
+}
+
+/** The statements a function sends ($queryRaw / $executeRaw templates), fragments written out. */
+export function statementsOf(fn: ts.FunctionDeclaration): string[] {
+  const sql: string[] = [];
+  const visit = (n: ts.Node) => {
+    if (ts.isTaggedTemplateExpression(n) && /\$(queryRaw|executeRaw)$/.test(n.tag.getText())) sql.push(templateText(n.template, new Set()));
+    n.forEachChild(visit);
+  };
+  fn.body?.forEachChild(visit);
+  return sql;
+}
