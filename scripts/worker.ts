@@ -106,10 +106,18 @@ async function main(): Promise<void> {
     if (listenerRetry) clearTimeout(listenerRetry);
     const closing = listener;
     listener = null;
-    await worker.stop();
+    try {
+      await worker.stop();
+    } catch (error) {
+      // The loop catches its own failures, so this is a bug: say so, and say it in the exit code.
+      log('error', 'drain failed', { error: String(error) });
+      process.exit(1);
+    }
+    // The drain is done and every claimed step finished: closing connections that the
+    // database may already have dropped is not a failed shutdown.
     await closing?.end().catch(() => {});
     transport.close?.();
-    await closeDb(db);
+    await closeDb(db).catch((error) => log('warn', 'closing database connections failed', { error: String(error) }));
     log('info', 'stopped');
     process.exit(0);
   };

@@ -38,7 +38,13 @@ export function createDb(
     query_timeout: options.queryTimeoutMs,
     keepAlive: true,
   });
-  pool.on('error', options.onError ?? (() => {}));
+  const onError = options.onError ?? (() => {});
+  // The pool listens for errors only on its idle clients. A client checked out between two
+  // queries (a transaction waiting on JavaScript, say) whose connection is terminated emits
+  // 'error' with nobody listening, which would crash the process: every client gets a
+  // listener for its whole life, and the next query on it fails as a query.
+  pool.on('connect', (client) => client.on('error', onError));
+  pool.on('error', onError);
   const client = new PrismaClient({ adapter: new PrismaPg(pool) });
   pools.set(client, pool);
   return client;
