@@ -15,7 +15,7 @@ import { Api, ClientLog } from './api';
 import { runChecks, type Violation } from './checks';
 import { alive, Cluster, OwnedPostgres, portInRange, ROOT } from './cluster';
 import { runSchedule, SLOW_STEP_TYPE, type FaultRecord } from './faults';
-import { describeFault, faultSchedule, Rng } from './schedule';
+import { describeFault, FAULT_KINDS, faultSchedule, Rng, type FaultKind } from './schedule';
 import { readLedger, settle } from './settle';
 import { journeyWorkflow, nurtureWorkflow, runClients, signupWorkflow } from './workload';
 
@@ -39,6 +39,8 @@ interface Args {
   seed: number;
   /** Where latest.json and clients.jsonl go (the quick drill in npm test writes elsewhere). */
   results: string;
+  /** One kind of fault alone, three times (drill/guard-mutations.ts): which fault a guard answers. */
+  only?: FaultKind;
 }
 
 function parseArgs(argv: string[]): Args {
@@ -54,7 +56,11 @@ function parseArgs(argv: string[]): Args {
     else if (a === '--duration') args.duration = value();
     else if (a === '--seed') args.seed = value();
     else if (a === '--results' && argv[i + 1]) args.results = path.resolve(argv[++i]!);
-    else throw new Error(`unknown option ${a} (use --duration SECONDS, --quick, --seed N, --results DIR)`);
+    else if (a === '--only') {
+      const kind = argv[++i];
+      if (!FAULT_KINDS.includes(kind as FaultKind)) throw new Error(`--only takes one of ${FAULT_KINDS.join(', ')}`);
+      args.only = kind as FaultKind;
+    } else throw new Error(`unknown option ${a} (use --duration SECONDS, --quick, --seed N, --results DIR, --only FAULT)`);
   }
   if (args.quick && !argv.includes('--duration')) args.duration = 60;
   if (args.duration < 45) throw new Error('--duration is at least 45 seconds (the schedule needs room for every fault)');
@@ -180,8 +186,8 @@ async function main(): Promise<number> {
     progress('setup', `web server on ${webPort}, ${WORKERS} workers (lease ${LEASE_SECONDS} s), database ${dbName}`);
     await cluster.start();
 
-    const faults = faultSchedule({ seed: args.seed, duration: args.duration, workers: WORKERS, leaseSeconds: LEASE_SECONDS, ownsPostgres: postgres !== null });
-    process.stderr.write(`\nfault schedule (seed ${args.seed}, ${args.duration} s):\n${faults.map((f) => `  ${describeFault(f)}`).join('\n')}\n\n`);
+    const faults = faultSchedule({ seed: args.seed, duration: args.duration, workers: WORKERS, leaseSeconds: LEASE_SECONDS, ownsPostgres: postgres !== null, only: args.only });
+    process.stderr.write(`\nfault schedule (seed ${args.seed}, ${args.duration} s${args.only ? `, ${args.only} only` : ''}):\n${faults.map((f) => `  ${describeFault(f)}`).join('\n')}\n\n`);
 
     const log = new ClientLog();
     const c = cluster;
@@ -214,6 +220,10 @@ async function main(): Promise<number> {
 
     const { violations, invariants } = await runChecks({ db, pool, log, ledgerFile, repairs: settled.repairs });
     if (!settled.settled) violations.push({ check: 'did not settle in time', count: 1, sample: [settled.left] });
+    // The drill restarts a process that dies on its own so the run goes on, but a worker or
+    // web server that crashes on a fault it should ride out is a violation, not a footnote.
+    const crashes = cluster.unexpectedExits;
+    if (crashes.length > 0) violations.push({ check: 'process exited by itself (a crash, not a fault the drill injected)', count: crashes.length, sample: crashes.map((e) => ({ name: e.name, code: e.code, signal: e.signal, tail: e.tail.slice(-400) })) });
 
     const report = await buildReport({ pool, args, runSeconds, records, log, settled, violations, invariants, ledgerFile, unexpectedExits: cluster.unexpectedExits, ownsPostgres: postgres !== null, postgresRefusals: postgres?.refusals ?? null });
     const dir = args.results;
@@ -232,6 +242,8 @@ interface Report {
   at: string;
   commit: string;
   seed: number;
+  /** Set for a run of one kind of fault alone (--only). */
+  only: FaultKind | null;
   durationSeconds: number;
   database: string;
   faults: { byKind: Record<string, { scheduled: number; injected: number }>; log: FaultRecord[] };
@@ -286,6 +298,7 @@ async function buildReport(o: {
     at: new Date().toISOString(),
     commit: git(['rev-parse', '--short', 'HEAD']) + (git(['status', '--porcelain']) ? '+dirty' : ''),
     seed: o.args.seed,
+    only: o.args.only ?? null,
     durationSeconds: o.runSeconds,
     database: o.ownsPostgres ? 'embedded (owned)' : 'DRILL_DATABASE_URL',
     faults: { byKind, log: o.records },
@@ -314,7 +327,7 @@ async function buildReport(o: {
 function printReport(r: Report): string {
   const lines: string[] = [];
   const kv = (o: Record<string, unknown>) => Object.entries(o).map(([k, v]) => `${k} ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`).join(', ') || 'none';
-  lines.push('', `drill report (seed ${r.seed}, ${r.durationSeconds} s of faults, ${r.database}, commit ${r.commit})`);
+  lines.push('', `drill report (seed ${r.seed}, ${r.durationSeconds} s of ${r.only ? `${r.only} faults only` : 'faults'}, ${r.database}, commit ${r.commit})`);
   lines.push(`  faults injected:  ${Object.entries(r.faults.byKind).map(([k, v]) => `${k} ${v.injected}/${v.scheduled}`).join(', ')}`);
   lines.push(`  executions:       ${kv(r.executions)}`);
   lines.push(`  waits:            ${kv(r.waits)}`);

@@ -25,7 +25,8 @@ export class Rng {
   }
 }
 
-export type FaultKind = 'worker-kill' | 'worker-pause' | 'postgres-restart' | 'pool-exhaust' | 'web-kill' | 'mail-fail' | 'mail-hang';
+export const FAULT_KINDS = ['worker-kill', 'worker-pause', 'postgres-restart', 'pool-exhaust', 'web-kill', 'mail-fail', 'mail-hang'] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];
 
 export interface Fault {
   /** Seconds after the clients start. */
@@ -37,7 +38,8 @@ export interface Fault {
   worker?: number;
 }
 
-export function faultSchedule(opts: { seed: number; duration: number; workers: number; leaseSeconds: number; ownsPostgres: boolean }): Fault[] {
+export function faultSchedule(opts: { seed: number; duration: number; workers: number; leaseSeconds: number; ownsPostgres: boolean; only?: FaultKind }): Fault[] {
+  if (opts.only) return singleFaultSchedule({ ...opts, only: opts.only });
   const rng = new Rng(opts.seed ^ 0x5eed);
   const d = opts.duration;
   // The one-off faults get slots of their own (none overlaps another's effect: a pause
@@ -61,6 +63,38 @@ export function faultSchedule(opts: { seed: number; duration: number; workers: n
   // A hung worker killed while the provider has its emails and it does not know yet (the
   // hang's second half): MESSAGE_UNCONFIRMED that the provider has, for MARK_SENT.
   faults.push({ at: hang.at + Math.ceil(hang.seconds * 0.75), kind: 'worker-kill', seconds: 0, worker: 0 });
+  return faults.sort((a, b) => a.at - b.at || a.kind.localeCompare(b.kind));
+}
+
+/**
+ * One kind of fault alone (`--only KIND`), for showing that a guard matters against that
+ * fault and no other: the kind three times over the run (worker kills at their usual
+ * pace), nothing else. A mail hang keeps its kill of a hung worker, which is part of it.
+ */
+function singleFaultSchedule(opts: { seed: number; duration: number; workers: number; leaseSeconds: number; ownsPostgres: boolean; only: FaultKind }): Fault[] {
+  const rng = new Rng(opts.seed ^ 0x5eed);
+  const d = opts.duration;
+  const kind = opts.only;
+  if (kind === 'postgres-restart' && !opts.ownsPostgres) throw new Error('--only postgres-restart needs the drill to own its PostgreSQL (unset DRILL_DATABASE_URL)');
+  const faults: Fault[] = [];
+  if (kind === 'worker-kill') {
+    for (let t = 3 + rng.int(0, 3); t < d - 2; t += rng.int(4, 8)) faults.push({ at: t, kind, seconds: 0, worker: rng.int(0, opts.workers - 2) });
+    return faults;
+  }
+  const seconds: Record<Exclude<FaultKind, 'worker-kill'>, number> = {
+    'worker-pause': opts.leaseSeconds + 6,
+    'postgres-restart': 2,
+    'pool-exhaust': 5,
+    'web-kill': 0,
+    'mail-fail': 6,
+    'mail-hang': opts.leaseSeconds + 4,
+  };
+  for (const f of [0.2, 0.45, 0.7]) {
+    const fault: Fault = { at: Math.round(d * f), kind, seconds: seconds[kind] };
+    if (kind === 'worker-pause') fault.worker = opts.workers - 1;
+    faults.push(fault);
+    if (kind === 'mail-hang') faults.push({ at: fault.at + Math.ceil(fault.seconds * 0.75), kind: 'worker-kill', seconds: 0, worker: 0 });
+  }
   return faults.sort((a, b) => a.at - b.at || a.kind.localeCompare(b.kind));
 }
 
