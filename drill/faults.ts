@@ -26,14 +26,20 @@ export const SLOW_STEP_TYPE = 'DELAY';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Open connections until the server refuses them (max_connections), hold them, then let go. */
+/**
+ * Open connections until the server refuses them (max_connections), hold them, then let
+ * go. A pool that already holds its connections would not notice, so while the server is
+ * full the product's idle connections are dropped every 250 ms (as a server at its limit
+ * reaps idle sessions with idle_session_timeout): the web server and the workers must
+ * connect again into a full server, and are refused.
+ */
 async function exhaustConnections(url: string, seconds: number): Promise<string> {
   const held: pg.Client[] = [];
   let refused = '';
-  try {
-    // In batches, so the server is full within a second or two, not one handshake at a time.
-    while (!refused && held.length < 400) {
-      const batch = Array.from({ length: 25 }, () => {
+  /** Open `n` more connections at once; those the server refuses are not held. */
+  const grab = (n: number) =>
+    Promise.all(
+      Array.from({ length: n }, () => {
         const c = new pg.Client({ connectionString: url, application_name: 'waypost-drill-hog', connectionTimeoutMillis: 10_000 });
         c.on('error', () => {});
         return c.connect().then(
@@ -42,11 +48,31 @@ async function exhaustConnections(url: string, seconds: number): Promise<string>
             refused ||= error.message;
           },
         );
-      });
-      await Promise.all(batch);
+      }),
+    );
+  try {
+    // In batches, so the server is full within a second or two, not one handshake at a time.
+    while (!refused && held.length < 400) await grab(25);
+    let dropped = 0;
+    const until = Date.now() + seconds * 1000;
+    while (Date.now() < until) {
+      if (held[0]) {
+        const { rows } = await held[0].query<{ n: number }>(
+          `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
+            WHERE datname = current_database() AND state = 'idle'
+              AND application_name LIKE 'waypost-%' AND application_name NOT LIKE 'waypost-drill%'`,
+        );
+        const n = rows[0]?.n ?? 0;
+        dropped += n;
+        // Take the freed slots before the product's pools can reconnect into them.
+        if (n > 0) {
+          await sleep(20);
+          await grab(n + 5);
+        }
+      }
+      await sleep(Math.min(250, Math.max(0, until - Date.now())));
     }
-    await sleep(seconds * 1000);
-    return `held ${held.length} connections (${refused ? `then refused: ${refused}` : 'never refused'}) for ${seconds} s`;
+    return `held ${held.length} connections (${refused ? `then refused: ${refused}` : 'never refused'}) and dropped ${dropped} idle ones of the product's, for ${seconds} s`;
   } finally {
     await Promise.all(held.map((c) => c.end().catch(() => {})));
   }
