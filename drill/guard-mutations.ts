@@ -57,7 +57,7 @@ const MUTATIONS: Mutation[] = [
     fault: 'a SIGKILLed worker leaves its claimed steps RUNNING',
     edits: [
       {
-        file: 'server/engine/claims/execution.ts',
+        file: 'server/engine/claims/fragments.ts',
         find: `       WHERE s.status IN ('PENDING', 'FAILED') OR (s.status = 'RUNNING' AND s."leaseExpiresAt" < now())`,
         replace: `       WHERE s.status IN ('PENDING', 'FAILED')`,
       },
@@ -99,6 +99,33 @@ const MUTATIONS: Mutation[] = [
           AND ("leaseExpiresAt" IS NULL OR "leaseExpiresAt" < now())`,
         replace: `        WHERE "processedAt" IS NULL AND "deadAt" IS NULL AND "nextDispatchAt" <= now()
           AND "leaseExpiresAt" IS NULL`,
+      },
+    ],
+  },
+  {
+    guard: 'a completion is fenced by its claim (version, status, step, claim token): a stale writer loses (I6)',
+    only: 'worker-pause',
+    fault: 'a worker stopped past its lease while it holds claimed steps, which others take and finish, then continued',
+    edits: [
+      {
+        file: 'server/engine/claims/fragments.ts',
+        find: `  return Prisma.sql\`e.id = \${claim.executionId}::uuid AND e.version = \${claim.version}
+         AND e.status = 'RUNNING' AND e."currentStepId" = \${claim.stepId}::uuid
+         AND EXISTS (SELECT 1 FROM "StepExecution" s WHERE \${stepStillClaimed(claim, opts)})\`;`,
+        replace: `  void opts;
+  return Prisma.sql\`e.id = \${claim.executionId}::uuid\`;`,
+      },
+    ],
+  },
+  {
+    guard: 'a send the provider refused is recorded FAILED, never SENT',
+    only: 'mail-fail',
+    fault: 'the mail provider refusing every send for 6 s',
+    edits: [
+      {
+        file: 'server/engine/sender.ts',
+        find: `        return { messageId: message.id, version: message.version, error: text };`,
+        replace: `        return { messageId: message.id, version: message.version, providerId: null };`,
       },
     ],
   },
