@@ -11,9 +11,13 @@ const UNAVAILABLE_SOCKET = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '
 const UNAVAILABLE_PRISMA = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024']);
 /** The kinds @prisma/adapter-pg gives those errors (meta.driverAdapterError.cause.kind). */
 const UNAVAILABLE_ADAPTER_KIND = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections']);
-/** node-postgres and pg-pool's own errors, which carry no code. */
+/**
+ * node-postgres and pg-pool's own errors, which carry no code; and Prisma's P2028 when an
+ * interactive transaction could not get a connection in time (its other P2028s, a
+ * transaction that ran too long or was already closed, are not outages).
+ */
 const UNAVAILABLE_MESSAGE =
-  /timeout exceeded when trying to connect|Connection terminated|Query read timeout|Client has encountered a connection error|Server has closed the connection|Can't reach database server|Connection refused/i;
+  /timeout exceeded when trying to connect|Connection terminated|Query read timeout|Client has encountered a connection error|Server has closed the connection|Can't reach database server|Connection refused|Unable to start a transaction in the given time/i;
 
 function unavailableHere(error: object): boolean {
   const { code, message, meta } = error as { code?: unknown; message?: unknown; meta?: unknown };

@@ -61,9 +61,14 @@ let lastOutageLog = 0;
  * refused calls a second say nothing more than the first.
  */
 export function logOutage(where: string, error: TRPCError): void {
+  logOutageOf(where, error.cause);
+}
+
+/** logOutage for an outage's own error (a route outside tRPC: /api/auth). */
+export function logOutageOf(where: string, cause: unknown): void {
   const now = Date.now();
   if (now - lastOutageLog < 10_000) return;
   lastOutageLog = now;
-  const cause = error.cause instanceof Error ? error.cause.message.trim().split('\n').at(-1) : String(error.cause);
-  console.warn(`${where}: database unreachable, answering 503 with Retry-After (${cause})`);
+  const text = cause instanceof Error ? cause.message.trim().split('\n').at(-1) : String(cause);
+  console.warn(`${where}: database unreachable, answering 503 with Retry-After (${text})`);
 }

@@ -19,7 +19,10 @@ import { startWebServer, type WebServer } from '../support/web-server';
 //
 // Shown to matter: with the outage check removed from the worker loop (every failed pass
 // logged as "worker pass failed"), 'the worker to notice the outage' timed out. The
-// router's mapping is shown to matter in database-errors.test.ts.
+// router's mapping is shown to matter in database-errors.test.ts. Without the outage
+// answer in app/api/auth/[...all]/route.ts, a sign-in was a 500 with an empty body; without
+// P2028's "Unable to start a transaction in the given time" counted as an outage, a sign-in
+// during the black hole was a 500 too.
 
 /** How long an answer may take while the database is gone: generous, but not a hang. */
 const ANSWER_BOUND_MS = 10_000;
@@ -71,12 +74,30 @@ async function timed(call: () => Promise<Answer>): Promise<Answer & { ms: number
 }
 
 function expectUnavailable(a: Answer & { ms: number }, what: string): void {
-  expect(a.status, `${what}: ${JSON.stringify(a.body)}`).toBe(503);
+  // A 500's cause is in the server's log, not its answer.
+  expect(a.status, `${what}: ${JSON.stringify(a.body)}${a.status === 503 ? '' : `\nweb server log:\n${server!.log().slice(-3000)}`}`).toBe(503);
   expect(a.headers.get('retry-after'), what).toBe(String(DATABASE_RETRY_AFTER_SECONDS));
   expect(JSON.stringify(a.body), what).toContain('The database is unreachable right now');
   // The driver's own words (host, port) stay in the server's log.
   expect(JSON.stringify(a.body), what).not.toMatch(/127\.0\.0\.1|ECONN|Can't reach/);
   expect(a.ms, `${what} answered within the bound`).toBeLessThan(ANSWER_BOUND_MS);
+}
+
+/** A person signing in with a password, as the sign-in page does. */
+async function signIn(email: string, password: string): Promise<Answer> {
+  const response = await fetch(`${server!.base}/api/auth/sign-in/email`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', origin: server!.base },
+    body: JSON.stringify({ email, password }),
+  });
+  const text = await response.text();
+  let body: unknown = text;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // not JSON: kept as text for the failure message
+  }
+  return { status: response.status, headers: response.headers, body };
 }
 
 function count(text: string, needle: string): number {
@@ -111,6 +132,7 @@ describe('PostgreSQL unreachable', () => {
           ['tRPC enrollments.enroll', () => api.mutation('enrollments.enroll', { workflowId, email: nextEmail() })],
           ['tRPC executions.list', () => api.query('executions.list', { workflowId })],
           ['tRPC batch', () => api.batch([{ path: 'workflows.list', input: undefined }, { path: 'executions.stats', input: { workflowId } }])],
+          ['POST /api/auth/sign-in/email', () => signIn('someone@example.com', 'a password of some length')],
         ] as const;
         for (const [what, call] of unavailable) expectUnavailable(await timed(call), `${mode} ${what}`);
         // Three at once, as a console page's queries come.
@@ -133,6 +155,8 @@ describe('PostgreSQL unreachable', () => {
         await waitFor('the API to answer again', async () => (await api.query('workflows.list', undefined)).status === 200, 60_000, 250);
         const back = await api.enrollRest(workflowId, nextEmail());
         expect(back.status, JSON.stringify(back.body)).toBe(200);
+        // Sign-in answers for itself again: a wrong password is a 401, not an outage.
+        expect((await signIn('someone@example.com', 'a password of some length')).status).toBe(401);
         accepted.push(executionIdOf(back));
         await waitFor('the worker to resume', async () => count(worker!.output(), 'database reachable again; resuming') === round + 1, 60_000, 100);
         await expectAllRunOnce(t, workflowId, accepted);

@@ -1,12 +1,15 @@
 import { authFor } from '@/server/auth/auth';
 import { beginSignInAttempt, finishSignInAttempt } from '@/server/auth/sign-in-limit';
+import { databaseUnavailable } from '@/server/database-unavailable';
 import { db } from '@/server/db';
+import { DATABASE_RETRY_AFTER_SECONDS, DATABASE_UNAVAILABLE_MESSAGE, logOutageOf } from '@/server/trpc/errors';
 import { boundedRequest, malformedRequest } from '@/server/trpc/http';
 
 // better-auth's endpoints (sign-in, sign-out, session) under /api/auth. The instance is
 // made on first request, not at import, so `next build` needs neither a database nor a
 // secret. Nobody is signed in here yet: a body is read up to a few kilobytes, no more.
 // A password sign-in also passes the per-account limit (server/auth/sign-in-limit.ts).
+// The database unreachable is a 503 with Retry-After here too, as on /api/trpc and /api/v1.
 
 const AUTH_BODY_BYTES = 16 * 1024;
 
@@ -30,7 +33,42 @@ async function emailOf(request: Request): Promise<string | null> {
   }
 }
 
+function databaseUnreachable(cause: unknown): Response {
+  logOutageOf('auth', cause);
+  return Response.json(
+    { code: 'SERVICE_UNAVAILABLE', message: DATABASE_UNAVAILABLE_MESSAGE },
+    { status: 503, headers: { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) } },
+  );
+}
+
+/** Why the database cannot be reached right now, or null when it answers. */
+async function outage(): Promise<unknown> {
+  try {
+    await db().$queryRaw`SELECT 1`;
+    return null;
+  } catch (error) {
+    return databaseUnavailable(error) ? error : null;
+  }
+}
+
 async function handler(incoming: Request): Promise<Response> {
+  let response: Response;
+  try {
+    response = await answer(incoming);
+  } catch (error) {
+    if (databaseUnavailable(error)) return databaseUnreachable(error);
+    throw error;
+  }
+  // better-auth answers a query that failed with a 500 of its own, its cause in its log:
+  // while the database cannot be reached, that answer is an outage.
+  if (response.status >= 500) {
+    const cause = await outage();
+    if (cause) return databaseUnreachable(cause);
+  }
+  return response;
+}
+
+async function answer(incoming: Request): Promise<Response> {
   const malformed = malformedRequest(incoming);
   if (malformed) return malformed;
   const request = await boundedRequest(incoming, AUTH_BODY_BYTES);
