@@ -25,26 +25,22 @@ export interface AuditInput extends Acting {
   outcome: AuditOutcome;
 }
 
-/** JSON-safe copy (Dates to strings, undefined dropped) for the jsonb columns. */
-function json(value: unknown): object | null {
-  return value === undefined || value === null ? null : (JSON.parse(JSON.stringify(value)) as object);
+/** The jsonb text of a before/after (Dates as strings, undefined dropped), or NULL. */
+function jsonText(value: unknown): string | null {
+  return value === undefined || value === null ? null : JSON.stringify(value);
 }
 
-/** Writes the entry; returns its id (a long operation may update its summary later). */
+/**
+ * Writes the entry; returns its id (a long operation may update its summary later). One
+ * raw statement, so it joins a raw engine transaction (server/engine/transaction.ts) as
+ * well as Prisma's.
+ */
 export async function writeAudit(db: DbTx, a: AuditInput): Promise<string> {
-  const entry = await db.auditEntry.create({
-    data: {
-      projectId: a.projectId,
-      actor: a.actor,
-      action: a.action,
-      targetType: a.targetType,
-      targetId: a.targetId,
-      reason: a.reason ?? null,
-      before: json(a.before) ?? undefined,
-      after: json(a.after) ?? undefined,
-      outcome: a.outcome,
-    },
-    select: { id: true },
-  });
-  return entry.id;
+  const [entry] = await db.$queryRaw<{ id: string }[]>`
+    -- writeAudit
+    INSERT INTO "AuditEntry" ("projectId", actor, action, "targetType", "targetId", reason, before, after, outcome)
+    VALUES (${a.projectId}::uuid, ${a.actor}, ${a.action}, ${a.targetType}, ${a.targetId}, ${a.reason ?? null}::text,
+            ${jsonText(a.before)}::jsonb, ${jsonText(a.after)}::jsonb, ${a.outcome}::"AuditOutcome")
+    RETURNING id`;
+  return entry!.id;
 }

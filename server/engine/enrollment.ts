@@ -1,4 +1,4 @@
-import type { Db, DbTx } from '../db';
+import { preparedRaw, type Db, type DbTx } from '../db';
 import { writeAudit, type Acting } from './audit';
 import { insertExecutions } from './claims';
 import { inEngineTransaction } from './transaction';
@@ -53,7 +53,9 @@ interface Blocking {
 
 /** Enroll one contact. */
 export async function enroll(db: DbTx, input: EnrollInput): Promise<EnrollResult> {
-  const [result] = await enrollBatch(db, input.projectId, input.workflowId, [input]);
+  // Raw statements only: over the client's pg pool as named prepared statements when it
+  // has one (a transaction's statements stay on the transaction).
+  const [result] = await enrollBatch(preparedRaw(db), input.projectId, input.workflowId, [input]);
   return result!;
 }
 
@@ -62,7 +64,8 @@ export async function enroll(db: DbTx, input: EnrollInput): Promise<EnrollResult
  * transaction, accepted or refused, then wake the workers for it.
  */
 export async function enrollAudited(db: Db, by: Acting, input: Omit<EnrollInput, 'projectId'>): Promise<EnrollResult> {
-  const result = await inEngineTransaction(db, async (tx) => {
+  // One raw transaction (the enrollment's statements and its audit entry) over prepared statements.
+  const result = await inEngineTransaction(preparedRaw(db), async (tx) => {
     const r = await enroll(tx, { ...input, projectId: by.projectId });
     await writeAudit(tx, {
       ...by,
