@@ -47,5 +47,16 @@ export function LoadError({ what, message }: { what: string; message: string }) 
   );
 }
 
+/** A list's first read: its error, or a line while it loads; nothing once its data is in. */
+export function LoadState({ what, loading, error, pending }: { what: string; loading: string; error: { message: string } | null; pending: boolean }) {
+  if (error) return <LoadError what={what} message={error.message} />;
+  if (!pending) return null;
+  return (
+    <p role="status" className="px-4 py-8 text-center text-zinc-500">
+      {loading}
+    </p>
+  );
+}
+
 /** How often live panels re-read: often enough to watch a drill, cheap for the database. */
 export const LIVE_REFRESH_MS = 5_000;

@@ -8,7 +8,7 @@ import { StatusBadge } from '../_components/badges';
 import { DataTable, useHeldRows, type Features } from '../_components/data-table';
 import { ChipGroup, FilterBar, Pager, TextFilter, TimeRange, useUrlInput } from '../_components/filters';
 import { JsonView } from '../_components/json-view';
-import { Freshness, LIVE_REFRESH_MS, LoadError } from '../_components/panel';
+import { Freshness, LIVE_REFRESH_MS, LoadState } from '../_components/panel';
 import { RelativeTime } from '../_components/time';
 import { useTRPC } from '../_trpc/client';
 import type { RouterOutputs } from '@/app/_trpc/types';
@@ -176,12 +176,7 @@ export function AuditView() {
         {pointerInside && <span className="text-zinc-400">Paused while the pointer is over the rows</span>}
         <span className="ml-auto">{list.data && <Freshness updatedAt={list.dataUpdatedAt} fetching={list.isFetching} />}</span>
       </div>
-      {list.error && <LoadError what="the audit log" message={list.error.message} />}
-      {list.isPending && !list.error && (
-        <p role="status" className="px-4 py-8 text-center text-zinc-500">
-          Loading the audit log…
-        </p>
-      )}
+      <LoadState what="the audit log" loading="Loading the audit log…" error={list.error} pending={list.isPending} />
       {list.data && (
         <>
           <DataTable

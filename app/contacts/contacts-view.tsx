@@ -9,7 +9,7 @@ import { Badge } from '../_components/badges';
 import { DataTable, useHeldRows, type Features } from '../_components/data-table';
 import { Field, FilterBar, INPUT_CLASS, Pager, TextFilter, useUrlInput } from '../_components/filters';
 import { JsonObjectField, issuesUnder, parseJsonObject } from '../_components/json-object-field';
-import { Freshness, LIVE_REFRESH_MS, LoadError } from '../_components/panel';
+import { Freshness, LIVE_REFRESH_MS, LoadState } from '../_components/panel';
 import { RelativeTime } from '../_components/time';
 import { useTRPC } from '../_trpc/client';
 import type { RouterOutputs } from '@/app/_trpc/types';
@@ -271,12 +271,7 @@ export function ContactsView({ role }: { role: Role }) {
         {pointerInside && <span className="text-zinc-400">Paused while the pointer is over the rows</span>}
         <span className="ml-auto">{list.data && <Freshness updatedAt={list.dataUpdatedAt} fetching={list.isFetching} />}</span>
       </div>
-      {list.error && <LoadError what="the contacts" message={list.error.message} />}
-      {list.isPending && !list.error && (
-        <p role="status" className="px-4 py-8 text-center text-zinc-500">
-          Loading contacts…
-        </p>
-      )}
+      <LoadState what="the contacts" loading="Loading contacts…" error={list.error} pending={list.isPending} />
       {list.data && (
         <>
           <DataTable

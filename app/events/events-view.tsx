@@ -8,7 +8,7 @@ import { StatusBadge } from '../_components/badges';
 import { DataTable, useHeldRows, type Features } from '../_components/data-table';
 import { ChipGroup, FilterBar, Pager, TextFilter, useUrlInput } from '../_components/filters';
 import { JsonView } from '../_components/json-view';
-import { Freshness, LIVE_REFRESH_MS, LoadError } from '../_components/panel';
+import { Freshness, LIVE_REFRESH_MS, LoadState } from '../_components/panel';
 import { RelativeTime } from '../_components/time';
 import { useTRPC } from '../_trpc/client';
 import type { RouterOutputs } from '@/app/_trpc/types';
@@ -209,12 +209,7 @@ export function EventsView({ role }: { role: Role }) {
           <RedriveEvent key={redriving.id} eventId={redriving.id} name={redriving.name} onClose={() => setRedriving(null)} />
         </div>
       )}
-      {list.error && <LoadError what="the events" message={list.error.message} />}
-      {list.isPending && !list.error && (
-        <p role="status" className="px-4 py-8 text-center text-zinc-500">
-          Loading events…
-        </p>
-      )}
+      <LoadState what="the events" loading="Loading events…" error={list.error} pending={list.isPending} />
       {list.data && (
         <>
           <DataTable

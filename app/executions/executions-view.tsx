@@ -9,7 +9,7 @@ import { StatusBadge, StuckBadge } from '../_components/badges';
 import { BulkRepair } from '../_components/bulk-repair';
 import { DataTable, useHeldRows, type Features } from '../_components/data-table';
 import { ChipGroup, Field, FilterBar, INPUT_CLASS, Pager, TextFilter, TimeRange, useUrlInput } from '../_components/filters';
-import { Freshness, LIVE_REFRESH_MS, LoadError } from '../_components/panel';
+import { Freshness, LIVE_REFRESH_MS, LoadState } from '../_components/panel';
 import { actionsForExecutions } from '../_components/stuck-actions';
 import { Age, RelativeTime } from '../_components/time';
 import { useTRPC } from '../_trpc/client';
@@ -243,12 +243,7 @@ export function ExecutionsView({ executionReasons, role }: { executionReasons: S
         </div>
       )}
 
-      {list.error && <LoadError what="the executions" message={list.error.message} />}
-      {list.isPending && !list.error && (
-        <p className="px-4 py-8 text-center text-zinc-500" role="status">
-          Loading executions…
-        </p>
-      )}
+      <LoadState what="the executions" loading="Loading executions…" error={list.error} pending={list.isPending} />
       {list.data && (
         <>
           <DataTable

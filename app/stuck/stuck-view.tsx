@@ -7,7 +7,7 @@ import { SELF_HEALING, STUCK_DESCRIPTIONS, STUCK_REASONS, type StuckReason } fro
 import { StuckBadge } from '../_components/badges';
 import { BulkRepair, type BulkFilterInput } from '../_components/bulk-repair';
 import { Field, FilterBar, INPUT_CLASS, useUrlInput } from '../_components/filters';
-import { Freshness, LIVE_REFRESH_MS, LoadError } from '../_components/panel';
+import { Freshness, LIVE_REFRESH_MS, LoadState } from '../_components/panel';
 import { actionsFor, subjectOf } from '../_components/stuck-actions';
 import { Age, RelativeTime } from '../_components/time';
 import { useTRPC } from '../_trpc/client';
@@ -110,12 +110,7 @@ export function StuckView({ role }: { role: Role }) {
           )}
           <span className="ml-auto">{groups.data && <Freshness updatedAt={groups.dataUpdatedAt} fetching={groups.isFetching} />}</span>
         </div>
-        {groups.error && <LoadError what="the stuck groups" message={groups.error.message} />}
-        {groups.isPending && !groups.error && (
-          <p role="status" className="px-4 py-8 text-center text-zinc-500">
-            Loading what is stuck…
-          </p>
-        )}
+        <LoadState what="the stuck groups" loading="Loading what is stuck…" error={groups.error} pending={groups.isPending} />
         {groups.data && groups.data.groups.length === 0 && (
           <div data-testid="stuck-empty" className="px-4 py-10 text-center">
             <p className="text-[15px] font-medium text-emerald-700">Nothing is stuck{filtered ? ' here' : ''}.</p>

@@ -1,9 +1,9 @@
 import type { Metadata } from 'next';
 import { headers } from 'next/headers';
-import Link from 'next/link';
 import { resolveActor } from '@/server/auth/actor';
 import { db } from '@/server/db';
 import { getContactInput } from '@/server/trpc/routers/contacts.schema';
+import { Breadcrumb } from '../../_components/breadcrumb';
 import { InvalidLink } from '../../_components/invalid-link';
 import { issuesOf } from '../../_components/search-params';
 import { HydrateClient, getQueryClient, trpc } from '../../_trpc/server';
@@ -28,12 +28,9 @@ export default async function ContactPage({ params }: { params: Promise<{ id: st
   return (
     <HydrateClient>
       <div className="mx-auto max-w-[1600px] space-y-4 px-6 py-5">
-        <nav aria-label="Breadcrumb" className="text-xs text-zinc-500">
-          <Link href="/contacts" className="hover:text-zinc-900 hover:underline">
-            Contacts
-          </Link>{' '}
-          / <span className="font-mono">{id.slice(0, 8)}</span>
-        </nav>
+        <Breadcrumb section="Contacts" href="/contacts">
+          <span className="font-mono">{id.slice(0, 8)}</span>
+        </Breadcrumb>
         {parsed.success ? <ContactDetail id={id} role={role} /> : <InvalidLink issues={issuesOf(parsed.error)} href="/contacts" />}
       </div>
     </HydrateClient>

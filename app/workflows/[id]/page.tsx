@@ -1,9 +1,9 @@
 import type { Metadata } from 'next';
 import { headers } from 'next/headers';
-import Link from 'next/link';
 import { resolveActor } from '@/server/auth/actor';
 import { db } from '@/server/db';
 import { getWorkflowInput } from '@/server/trpc/routers/workflows.schema';
+import { Breadcrumb } from '../../_components/breadcrumb';
 import { InvalidLink } from '../../_components/invalid-link';
 import { issuesOf } from '../../_components/search-params';
 import { HydrateClient, getQueryClient, trpc } from '../../_trpc/server';
@@ -21,12 +21,9 @@ export default async function WorkflowPage({ params }: { params: Promise<{ id: s
   return (
     <HydrateClient>
       <div className="mx-auto max-w-[1600px] space-y-3 px-6 py-5">
-        <nav aria-label="Breadcrumb" className="text-xs text-zinc-500">
-          <Link href="/workflows" className="hover:text-zinc-900 hover:underline">
-            Workflows
-          </Link>{' '}
-          / <span className="font-mono">{id.slice(0, 8)}</span>
-        </nav>
+        <Breadcrumb section="Workflows" href="/workflows">
+          <span className="font-mono">{id.slice(0, 8)}</span>
+        </Breadcrumb>
         {parsed.success ? (
           <WorkflowDetailView id={id} mayWrite={mayWriteWorkflows(actor?.role)} />
         ) : (

@@ -4,6 +4,7 @@ import Link from 'next/link';
 import { resolveActor } from '@/server/auth/actor';
 import { db } from '@/server/db';
 import { getWorkflowInput } from '@/server/trpc/routers/workflows.schema';
+import { Breadcrumb } from '../../_components/breadcrumb';
 import { PageHeading } from '../../_components/invalid-link';
 import type { SearchRecord } from '../../_components/search-params';
 import { HydrateClient, getQueryClient, trpc } from '../../_trpc/server';
@@ -58,12 +59,9 @@ export default async function NewWorkflowPage({ searchParams }: { searchParams: 
   return (
     <HydrateClient>
       <div className="mx-auto max-w-[1600px] space-y-3 px-6 py-5">
-        <nav aria-label="Breadcrumb" className="text-xs text-zinc-500">
-          <Link href="/workflows" className="hover:text-zinc-900 hover:underline">
-            Workflows
-          </Link>{' '}
-          / new
-        </nav>
+        <Breadcrumb section="Workflows" href="/workflows">
+          new
+        </Breadcrumb>
         <PageHeading title={source ? `Duplicate “${source.name}”` : 'New workflow'}>
           A workflow is its JSON definition: steps and the transitions between them. It is checked as you type, exactly as the server will check it, and
           drawn beside the editor. Workflows are immutable once created; to change one, duplicate it.
