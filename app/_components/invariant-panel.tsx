@@ -57,6 +57,11 @@ export function InvariantPanel() {
                 <td className="px-2 py-2 align-baseline text-zinc-500">{inv.violation}</td>
                 <td className="px-4 py-2 text-right align-baseline">
                   <ViolationCount count={inv.violations} />
+                  {inv.provenBy && (
+                    <div className="mt-0.5 whitespace-nowrap text-[11px] text-zinc-400" title={`PostgreSQL's unique index ${inv.provenBy} is in place and valid, so no row can break this: the check reads the catalog instead of counting.`}>
+                      held by a unique index
+                    </div>
+                  )}
                 </td>
               </tr>
             ))}

@@ -12,8 +12,23 @@ export interface InvariantCheck {
   title: string;
   /** What a violation is, in the words an operator would use. */
   violation: string;
+  /**
+   * The unique index that makes a violation impossible (DESIGN.md: "a unique constraint").
+   * While it is in place, valid and exactly this (columns, predicate), PostgreSQL itself
+   * guarantees zero, so the check reads the catalog instead of grouping a table of
+   * millions of rows; without it (dropped, being rebuilt, changed) the count is taken.
+   */
+  enforcedBy?: UniqueIndex;
   /** Violations in one project (its console's health panel), or in the whole deployment (null: tests, drills, the CLI). */
   count(db: DbTx, projectId: string | null): Promise<number>;
+}
+
+export interface UniqueIndex {
+  table: string;
+  index: string;
+  columns: string[];
+  /** The partial index's predicate as pg_get_expr prints it, or null for a whole-table index. */
+  predicate: string | null;
 }
 
 export interface InvariantResult {
@@ -21,6 +36,24 @@ export interface InvariantResult {
   title: string;
   violation: string;
   violations: number;
+  /** The unique index whose presence proved zero without counting, or null when the rows were counted. */
+  provenBy: string | null;
+}
+
+/** Whether `u` is in place as a valid, immediately enforced unique index on exactly its columns and predicate. */
+export async function uniqueIndexInPlace(db: DbTx, u: UniqueIndex): Promise<boolean> {
+  const quoted = (name: string) => `"${name.replace(/"/g, '""')}"`;
+  const [row] = await db.$queryRaw<{ inPlace: boolean }[]>`
+    SELECT EXISTS (
+      SELECT 1 FROM pg_index i
+       WHERE i.indexrelid = to_regclass(${quoted(u.index)}) AND i.indrelid = to_regclass(${quoted(u.table)})
+         AND i.indisunique AND i.indisvalid AND i.indisready AND i.indimmediate AND i.indexprs IS NULL
+         AND pg_get_expr(i.indpred, i.indrelid) IS NOT DISTINCT FROM ${u.predicate}::text
+         AND array(SELECT a.attname::text
+                     FROM unnest(i.indkey) WITH ORDINALITY k(attnum, n)
+                     JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+                    ORDER BY k.n) = ${u.columns}::text[]) AS "inPlace"`;
+  return row?.inPlace === true;
 }
 
 /** `AND <column> = projectId`, or nothing for the whole deployment. */
@@ -54,6 +87,12 @@ export const INVARIANTS: readonly InvariantCheck[] = [
     id: 'I1',
     title: 'One active execution per workflow and contact',
     violation: '(workflow, contact) pairs with more than one RUNNING or WAITING execution',
+    enforcedBy: {
+      table: 'WorkflowExecution',
+      index: 'WorkflowExecution_active_workflowId_contactId_key',
+      columns: ['workflowId', 'contactId'],
+      predicate: `(status = ANY (ARRAY['RUNNING'::"ExecutionStatus", 'WAITING'::"ExecutionStatus"]))`,
+    },
     count: (db, p) =>
       scalar(db.$queryRaw`
         SELECT count(*) AS n FROM (
@@ -65,6 +104,7 @@ export const INVARIANTS: readonly InvariantCheck[] = [
     id: 'I2',
     title: 'One step-execution row per execution and step',
     violation: '(execution, step) pairs with more than one step-execution row',
+    enforcedBy: { table: 'StepExecution', index: 'StepExecution_executionId_stepId_key', columns: ['executionId', 'stepId'], predicate: null },
     count: (db, p) =>
       scalar(db.$queryRaw`
         SELECT count(*) AS n FROM (
@@ -76,6 +116,12 @@ export const INVARIANTS: readonly InvariantCheck[] = [
     id: 'I3',
     title: 'Enrollment idempotent per workflow and source event',
     violation: '(workflow, source event) pairs enrolled more than once',
+    enforcedBy: {
+      table: 'WorkflowExecution',
+      index: 'WorkflowExecution_workflowId_sourceEventId_key',
+      columns: ['workflowId', 'sourceEventId'],
+      predicate: null,
+    },
     count: (db, p) =>
       scalar(db.$queryRaw`
         SELECT count(*) AS n FROM (
@@ -129,6 +175,7 @@ export const INVARIANTS: readonly InvariantCheck[] = [
     id: 'I5',
     title: 'An email is sent at most once per step execution',
     violation: 'step executions with more than one message',
+    enforcedBy: { table: 'Message', index: 'Message_stepExecutionId_key', columns: ['stepExecutionId'], predicate: null },
     count: (db, p) =>
       scalar(db.$queryRaw`
         SELECT count(*) AS n FROM (
@@ -238,7 +285,14 @@ export const INVARIANTS: readonly InvariantCheck[] = [
 export async function checkInvariants(db: DbTx, opts: { projectId?: string | null } = {}): Promise<InvariantResult[]> {
   const results: InvariantResult[] = [];
   for (const inv of INVARIANTS) {
-    results.push({ id: inv.id, title: inv.title, violation: inv.violation, violations: await inv.count(db, opts.projectId ?? null) });
+    const proven = inv.enforcedBy && (await uniqueIndexInPlace(db, inv.enforcedBy));
+    results.push({
+      id: inv.id,
+      title: inv.title,
+      violation: inv.violation,
+      violations: proven ? 0 : await inv.count(db, opts.projectId ?? null),
+      provenBy: proven ? inv.enforcedBy!.index : null,
+    });
   }
   return results;
 }

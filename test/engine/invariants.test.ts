@@ -277,6 +277,52 @@ describe('invariant queries on a healthy run', () => {
   it('invariant queries see nothing wrong on a healthy run', async () => {
     expect(await violations(t.db)).toEqual({});
   });
+
+  it('I1, I2, I3 and I5 are proven by their unique indexes while those are in place, and counted when one is not exactly it', async () => {
+    const proof = async (db: Db) => Object.fromEntries((await checkInvariants(db)).map((r) => [r.id, r.provenBy]));
+    expect(await proof(t.db)).toEqual({
+      I1: 'WorkflowExecution_active_workflowId_contactId_key',
+      I2: 'StepExecution_executionId_stepId_key',
+      I3: 'WorkflowExecution_workflowId_sourceEventId_key',
+      I4: null,
+      I5: 'Message_stepExecutionId_key',
+      I6: null,
+      I7: null,
+      I8: null,
+    });
+    // An index of the same name that does not enforce the same thing proves nothing.
+    const replaced = [
+      // not unique
+      [`DROP INDEX "Message_stepExecutionId_key"`, `CREATE INDEX "Message_stepExecutionId_key" ON "Message" ("stepExecutionId")`],
+      // another predicate
+      [
+        `DROP INDEX "WorkflowExecution_active_workflowId_contactId_key"`,
+        `CREATE UNIQUE INDEX "WorkflowExecution_active_workflowId_contactId_key" ON "WorkflowExecution" ("workflowId", "contactId") WHERE status = 'RUNNING'`,
+      ],
+      // other columns
+      [
+        `DROP INDEX "StepExecution_executionId_stepId_key"`,
+        `CREATE UNIQUE INDEX "StepExecution_executionId_stepId_key" ON "StepExecution" ("stepId", "executionId")`,
+      ],
+      // gone
+      [`DROP INDEX "WorkflowExecution_workflowId_sourceEventId_key"`],
+    ];
+    const expected = ['I5', 'I1', 'I2', 'I3'];
+    for (const [i, sql] of replaced.entries()) {
+      class Rollback extends Error {}
+      await t.db
+        .$transaction(async (tx) => {
+          for (const statement of sql) await tx.$executeRawUnsafe(statement);
+          const results = await checkInvariants(tx as unknown as Db);
+          const counted = results.find((r) => r.id === expected[i])!;
+          expect(counted, expected[i]).toMatchObject({ provenBy: null, violations: 0 });
+          throw new Rollback();
+        })
+        .catch((e: unknown) => {
+          if (!(e instanceof Rollback)) throw e;
+        });
+    }
+  });
 });
 
 describe('each invariant query fires on a hand-made violation', () => {
