@@ -41,29 +41,62 @@ const grace = (s: StuckScope) => Prisma.sql`now() - ${s.graceSeconds}::float8 * 
 const workflowFilter = (s: StuckScope) =>
   s.workflowId ? Prisma.sql`AND e."workflowId" = ${s.workflowId}::uuid` : Prisma.empty;
 
-/** The one predicate per reason, as a query returning StuckItem rows. */
-export function stuckQuery(reason: StuckReason, s: StuckScope): Prisma.Sql {
+/**
+ * How a predicate is read. 'set': all of it (counts, groups, a list filter, one
+ * execution's reasons), the planner choosing its joins. 'page': the newest first, a page
+ * at a time, walking the driving partial index in `since` order (below).
+ */
+export type StuckReading = 'set' | 'page';
+
+/**
+ * Keeps a lookup, once per driving row, from being flattened into a join. Paging needs it:
+ * PostgreSQL's estimates of these joins are off by orders of magnitude (an overdue timer
+ * almost always belongs to a WAITING execution, which it cannot know), so, believing
+ * almost no row qualifies, it would hash the join and read and sort every stuck item of
+ * the project to serve the newest 50 (0.26 s for WAIT_OVERDUE at 1,000,000 executions,
+ * 2 ms walking the index).
+ */
+const fence = (reading: StuckReading) => (reading === 'page' ? Prisma.sql`OFFSET 0` : Prisma.empty);
+
+/**
+ * The execution a step row or an email belongs to, by its primary key, with `live`:
+ * whether it is in this project (and workflow) in the state the reason needs. As one
+ * boolean column, not a WHERE clause of the lookup, the conditions are not mis-estimated
+ * (see fence); read as a set, the lookup is flattened and they are ordinary join
+ * conditions again.
+ */
+const executionOf = (key: Prisma.Sql, conditions: Prisma.Sql, s: StuckScope, reading: StuckReading) => Prisma.sql`
+  CROSS JOIN LATERAL (
+    SELECT e.id, e."workflowId", e."contactId", e.version,
+           (e."projectId" = ${s.projectId}::uuid ${conditions} ${workflowFilter(s)}) AS live
+      FROM "WorkflowExecution" e
+     WHERE e.id = ${key}
+    ${fence(reading)}) e`;
+
+/**
+ * The one predicate per reason, as a query returning StuckItem rows. Each is driven by
+ * the small partial index of its state, whose key is the item's `since`; the ids an
+ * item is known by come from the driving row, so a filter on them (one execution's
+ * reasons, a page of executions) reaches that index's table directly.
+ */
+export function stuckQuery(reason: StuckReason, s: StuckScope, reading: StuckReading = 'set'): Prisma.Sql {
   switch (reason) {
     case 'WAIT_OVERDUE':
       return Prisma.sql`
-        SELECT 'WAIT_OVERDUE' AS reason, e.id AS "itemId", e.id AS "executionId", NULL::uuid AS "eventId", e."workflowId", e."contactId",
+        SELECT 'WAIT_OVERDUE' AS reason, s."executionId" AS "itemId", s."executionId", NULL::uuid AS "eventId", e."workflowId", e."contactId",
                s."dueAt" AS since,
                jsonb_build_object('stepExecutionId', s.id, 'stepId', s."stepId", 'dueAt', s."dueAt", 'version', e.version) AS detail
           FROM "StepExecution" s
-          JOIN "WorkflowExecution" e ON e.id = s."executionId"
-         WHERE s.status = 'WAITING' AND s."resolvedBy" IS NULL AND s."dueAt" < ${grace(s)}
-           AND e."projectId" = ${s.projectId}::uuid AND e.status = 'WAITING' AND e."currentStepId" = s."stepId"
-           ${workflowFilter(s)}`;
+          ${executionOf(Prisma.sql`s."executionId"`, Prisma.sql`AND e.status = 'WAITING' AND e."currentStepId" = s."stepId"`, s, reading)}
+         WHERE s.status = 'WAITING' AND s."resolvedBy" IS NULL AND s."dueAt" < ${grace(s)} AND e.live`;
     case 'LEASE_EXPIRED':
       return Prisma.sql`
-        SELECT 'LEASE_EXPIRED' AS reason, e.id AS "itemId", e.id AS "executionId", NULL::uuid AS "eventId", e."workflowId", e."contactId",
+        SELECT 'LEASE_EXPIRED' AS reason, s."executionId" AS "itemId", s."executionId", NULL::uuid AS "eventId", e."workflowId", e."contactId",
                s."leaseExpiresAt" AS since,
                jsonb_build_object('stepExecutionId', s.id, 'stepId', s."stepId", 'attempt', s.attempt, 'leaseOwner', s."leaseOwner", 'version', e.version) AS detail
           FROM "StepExecution" s
-          JOIN "WorkflowExecution" e ON e.id = s."executionId"
-         WHERE s.status = 'RUNNING' AND s."leaseExpiresAt" < ${grace(s)}
-           AND e."projectId" = ${s.projectId}::uuid AND e.status = 'RUNNING' AND e."currentStepId" = s."stepId"
-           ${workflowFilter(s)}`;
+          ${executionOf(Prisma.sql`s."executionId"`, Prisma.sql`AND e.status = 'RUNNING' AND e."currentStepId" = s."stepId"`, s, reading)}
+         WHERE s.status = 'RUNNING' AND s."leaseExpiresAt" < ${grace(s)} AND e.live`;
     case 'MISSING_STEP':
       // Due for a worker for longer than the grace, and no worker holds its step: no
       // step row yet, or one waiting for its retry. (A held-but-dead step is LEASE_EXPIRED.)
@@ -72,22 +105,22 @@ export function stuckQuery(reason: StuckReason, s: StuckScope): Prisma.Sql {
                e."readyAt" AS since,
                jsonb_build_object('stepId', e."currentStepId", 'stepStatus', s.status, 'attempt', s.attempt, 'version', e.version) AS detail
           FROM "WorkflowExecution" e
-          LEFT JOIN "StepExecution" s ON s."executionId" = e.id AND s."stepId" = e."currentStepId"
+          LEFT JOIN LATERAL (
+            SELECT s.status, s.attempt FROM "StepExecution" s WHERE s."executionId" = e.id AND s."stepId" = e."currentStepId" ${fence(reading)}
+          ) s ON true
          WHERE e.status = 'RUNNING' AND e."readyAt" < ${grace(s)}
            AND e."projectId" = ${s.projectId}::uuid
-           AND (s.id IS NULL OR s.status <> 'RUNNING')
+           AND (s.status IS NULL OR s.status <> 'RUNNING')
            ${workflowFilter(s)}`;
     case 'CONTINUATION_PENDING':
       return Prisma.sql`
-        SELECT 'CONTINUATION_PENDING' AS reason, e.id AS "itemId", e.id AS "executionId", s."resumeEventId" AS "eventId", e."workflowId", e."contactId",
+        SELECT 'CONTINUATION_PENDING' AS reason, s."executionId" AS "itemId", s."executionId", s."resumeEventId" AS "eventId", e."workflowId", e."contactId",
                s."resolvedAt" AS since,
                jsonb_build_object('stepExecutionId', s.id, 'stepId', s."stepId", 'resolvedBy', s."resolvedBy",
                                   'branch', s."resolvedBranch", 'version', e.version) AS detail
           FROM "StepExecution" s
-          JOIN "WorkflowExecution" e ON e.id = s."executionId"
-         WHERE s.status = 'WAITING' AND s."resolvedBy" IS NOT NULL AND s."resolvedAt" < ${grace(s)}
-           AND e."projectId" = ${s.projectId}::uuid AND e.status = 'WAITING' AND e."currentStepId" = s."stepId"
-           ${workflowFilter(s)}`;
+          ${executionOf(Prisma.sql`s."executionId"`, Prisma.sql`AND e.status = 'WAITING' AND e."currentStepId" = s."stepId"`, s, reading)}
+         WHERE s.status = 'WAITING' AND s."resolvedBy" IS NOT NULL AND s."resolvedAt" < ${grace(s)} AND e.live`;
     case 'EVENT_DEAD':
       return Prisma.sql`
         SELECT 'EVENT_DEAD' AS reason, ev.id AS "itemId", NULL::uuid AS "executionId", ev.id AS "eventId", NULL::uuid AS "workflowId", ev."contactId",
@@ -114,7 +147,10 @@ export function stuckQuery(reason: StuckReason, s: StuckScope): Prisma.Sql {
                jsonb_build_object('stepExecutionId', s.id, 'stepId', s."stepId", 'attempt', s.attempt, 'error', e."lastError",
                                   'version', e.version) AS detail
           FROM "WorkflowExecution" e
-          JOIN "StepExecution" s ON s."executionId" = e.id AND s."stepId" = e."currentStepId" AND s.status = 'FAILED'
+          CROSS JOIN LATERAL (
+            SELECT s.id, s."stepId", s.attempt FROM "StepExecution" s
+             WHERE s."executionId" = e.id AND s."stepId" = e."currentStepId" AND s.status = 'FAILED' ${fence(reading)}
+          ) s
          WHERE e."projectId" = ${s.projectId}::uuid AND e.status = 'FAILED'
            ${workflowFilter(s)}`;
     case 'MESSAGE_UNCONFIRMED':
@@ -128,9 +164,8 @@ export function stuckQuery(reason: StuckReason, s: StuckScope): Prisma.Sql {
                                   'to', m."to", 'subject', m.subject, 'sender', m."leaseOwner", 'version', e.version,
                                   'messageVersion', m.version) AS detail
           FROM "Message" m
-          JOIN "WorkflowExecution" e ON e.id = m."executionId"
-         WHERE m."projectId" = ${s.projectId}::uuid AND m.status = 'SENDING' AND m."leaseExpiresAt" < ${grace(s)}
-           ${workflowFilter(s)}`;
+          ${executionOf(Prisma.sql`m."executionId"`, Prisma.empty, s, reading)}
+         WHERE m."projectId" = ${s.projectId}::uuid AND m.status = 'SENDING' AND m."leaseExpiresAt" < ${grace(s)} AND e.live`;
     case 'MESSAGE_FAILED':
       return Prisma.sql`
         SELECT 'MESSAGE_FAILED' AS reason, m.id AS "itemId", m."executionId", NULL::uuid AS "eventId", e."workflowId", e."contactId",
@@ -139,15 +174,14 @@ export function stuckQuery(reason: StuckReason, s: StuckScope): Prisma.Sql {
                                   'to', m."to", 'subject', m.subject, 'error', m.error, 'version', e.version,
                                   'messageVersion', m.version) AS detail
           FROM "Message" m
-          JOIN "WorkflowExecution" e ON e.id = m."executionId"
-         WHERE m."projectId" = ${s.projectId}::uuid AND m.status = 'FAILED'
-           ${workflowFilter(s)}`;
+          ${executionOf(Prisma.sql`m."executionId"`, Prisma.empty, s, reading)}
+         WHERE m."projectId" = ${s.projectId}::uuid AND m.status = 'FAILED' AND e.live`;
   }
 }
 
-function union(reasons: readonly StuckReason[], s: StuckScope): Prisma.Sql {
+function union(reasons: readonly StuckReason[], s: StuckScope, reading: StuckReading = 'set'): Prisma.Sql {
   return Prisma.join(
-    reasons.map((r) => Prisma.sql`(${stuckQuery(r, s)})`),
+    reasons.map((r) => Prisma.sql`(${stuckQuery(r, s, reading)})`),
     ' UNION ALL ',
   );
 }
@@ -157,20 +191,36 @@ export interface StuckCursor {
   id: string;
 }
 
-/** Stuck items, newest first, keyset-paginated on (since, itemId). */
-export async function listStuck(
-  db: DbTx,
-  s: StuckScope & StuckGroupFilter & { reasons?: readonly StuckReason[]; cursor?: StuckCursor | null; limit: number },
-): Promise<{ items: StuckItem[]; nextCursor: StuckCursor | null }> {
+export type StuckPageScope = StuckScope & StuckGroupFilter & { reasons?: readonly StuckReason[]; cursor?: StuckCursor | null; limit: number };
+
+/** A page of stuck items, and one more row to know whether another page follows (exported for its EXPLAIN test). */
+export function stuckPageQuery(s: StuckPageScope): Prisma.Sql {
   const reasons = s.reasons?.length ? s.reasons : STUCK_REASONS;
   const conditions = groupConditions(s);
-  if (s.cursor) conditions.push(Prisma.sql`(x.since, x."itemId") < (${s.cursor.since}::timestamptz, ${s.cursor.id}::uuid)`);
+  if (s.cursor) {
+    // The first half lets the driving index start at the cursor; the second is exact.
+    conditions.push(Prisma.sql`x.since <= ${s.cursor.since}::timestamptz`);
+    conditions.push(Prisma.sql`(x.since, x."itemId") < (${s.cursor.since}::timestamptz, ${s.cursor.id}::uuid)`);
+  }
   const where = conditions.length ? Prisma.sql`WHERE ${Prisma.join(conditions, ' AND ')}` : Prisma.empty;
-  const rows = await db.$queryRaw<StuckItem[]>`
-    SELECT * FROM (${union(reasons, s)}) x
-    ${where}
-    ORDER BY x.since DESC, x."itemId" DESC
-    LIMIT ${s.limit + 1}::int`;
+  const page = Prisma.sql`ORDER BY x.since DESC, x."itemId" DESC LIMIT ${s.limit + 1}::int`;
+  const pages = Prisma.join(
+    reasons.map((r) => Prisma.sql`(SELECT * FROM (${stuckQuery(r, s, 'page')}) x ${where} ${page})`),
+    ' UNION ALL ',
+  );
+  return Prisma.sql`SELECT * FROM (${pages}) x ${page}`;
+}
+
+/**
+ * Stuck items, newest first, keyset-paginated on (since, itemId). Each reason's page is
+ * taken on its own, in its driving index's order, and the pages are merged: reading a
+ * page costs its rows, not the number of stuck items.
+ */
+export async function listStuck(
+  db: DbTx,
+  s: StuckPageScope,
+): Promise<{ items: StuckItem[]; nextCursor: StuckCursor | null }> {
+  const rows = await db.$queryRaw<StuckItem[]>(stuckPageQuery(s));
   const items = rows.slice(0, s.limit);
   const last = items[items.length - 1];
   return {
@@ -290,9 +340,9 @@ export async function stuckGroups(db: DbTx, s: StuckScope & { reasons?: readonly
 }
 
 /** How many items each reason has (all reasons, zero included). */
-export async function countStuck(db: DbTx, s: StuckScope): Promise<Record<StuckReason, number>> {
+export async function countStuck(db: DbTx, s: StuckScope, reading: StuckReading = 'set'): Promise<Record<StuckReason, number>> {
   const rows = await db.$queryRaw<{ reason: StuckReason; n: bigint }[]>`
-    SELECT reason, count(*) AS n FROM (${union(STUCK_REASONS, s)}) x GROUP BY reason`;
+    SELECT reason, count(*) AS n FROM (${union(STUCK_REASONS, s, reading)}) x GROUP BY reason`;
   const counts = Object.fromEntries(STUCK_REASONS.map((r) => [r, 0])) as Record<StuckReason, number>;
   for (const row of rows) counts[row.reason] = Number(row.n);
   return counts;
@@ -309,5 +359,5 @@ export async function stuckReasonsOf(db: DbTx, s: StuckScope, executionId: strin
 export function stuckExecutionFilter(reasons: readonly StuckReason[], s: StuckScope): Prisma.Sql {
   const executionReasons = reasons.filter((r) => !EVENT_REASONS.includes(r));
   if (executionReasons.length === 0) return Prisma.sql`FALSE`;
-  return Prisma.sql`e.id IN (SELECT x."executionId" FROM (${union(executionReasons, s)}) x)`;
+  return Prisma.sql`EXISTS (SELECT 1 FROM (${union(executionReasons, s, 'page')}) x WHERE x."executionId" = e.id)`;
 }
