@@ -1,4 +1,4 @@
-import type { Db } from '../db';
+import { preparedRaw, type Db } from '../db';
 import type { Role } from './roles';
 import { API_KEY_PATTERN, hashApiKey } from './api-keys';
 import { authFor } from './auth';
@@ -23,7 +23,7 @@ export interface Actor {
   role: Role;
 }
 
-/** lastUsedAt is a hint for owners ("is this key still in use?"), not a log: one write a minute is enough. */
+/** How stale an API key's lastUsedAt may be (see actorOfApiKey). */
 const LAST_USED_RESOLUTION_SECONDS = 60;
 
 /**
@@ -43,12 +43,23 @@ export async function resolveActor(db: Db, headers: Headers): Promise<Actor | nu
 async function actorOfApiKey(db: Db, authorization: string): Promise<Actor | null> {
   const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization.trim());
   if (!match || !API_KEY_PATTERN.test(match[1]!)) return null;
-  const key = await db.apiKey.findUnique({
-    where: { hashedSecret: hashApiKey(match[1]!) },
-    select: { id: true, name: true, projectId: true, role: true, revokedAt: true },
-  });
+  // Every API call starts here, so it is one round trip over a named prepared statement
+  // (server/db.ts preparedRaw), not a Prisma lookup and a second statement for lastUsedAt.
+  // lastUsedAt is a hint for owners ("is this key still in use?"), not a log: it is
+  // written at most once a minute per key, so a busy integration calling hundreds of
+  // times a second does not turn every call into a write on one hot row. The condition is
+  // on the row being updated, so of two calls racing past the minute only one writes (the
+  // other re-checks the updated row and skips it).
+  const [key] = await preparedRaw(db).$queryRaw<{ id: string; name: string; projectId: string; role: Role; revokedAt: Date | null }[]>`
+    WITH k AS (SELECT id, name, "projectId", role::text AS role, "revokedAt" FROM "ApiKey" WHERE "hashedSecret" = ${hashApiKey(match[1]!)}),
+    touched AS (
+      UPDATE "ApiKey" a SET "lastUsedAt" = now()
+        FROM k
+       WHERE a.id = k.id AND a."revokedAt" IS NULL
+         AND (a."lastUsedAt" IS NULL OR a."lastUsedAt" < now() - make_interval(secs => ${LAST_USED_RESOLUTION_SECONDS}::int))
+      RETURNING a.id)
+    SELECT id, name, "projectId", role, "revokedAt" FROM k`;
   if (!key || key.revokedAt) return null;
-  await touchApiKey(db, key.id);
   return {
     kind: 'apikey',
     id: `apikey:${key.id}`,
@@ -58,17 +69,6 @@ async function actorOfApiKey(db: Db, authorization: string): Promise<Actor | nul
     projectId: key.projectId,
     role: key.role,
   };
-}
-
-/**
- * Records that a key was used, at most once a minute per key: a busy integration calling
- * hundreds of times a second must not turn every call into a row write on one hot row.
- */
-export async function touchApiKey(db: Db, apiKeyId: string): Promise<void> {
-  await db.$executeRaw`
-    UPDATE "ApiKey" SET "lastUsedAt" = now()
-    WHERE id = ${apiKeyId}::uuid
-      AND ("lastUsedAt" IS NULL OR "lastUsedAt" < now() - make_interval(secs => ${LAST_USED_RESOLUTION_SECONDS}))`;
 }
 
 /**

@@ -61,7 +61,7 @@ export async function enroll(db: DbTx, input: EnrollInput): Promise<EnrollResult
 
 /**
  * enrollments.enroll: enroll one contact with the call's audit entry in the same
- * transaction, accepted or refused, then wake the workers for it.
+ * transaction, accepted or refused, and wake the workers for it when it commits.
  */
 export async function enrollAudited(db: Db, by: Acting, input: Omit<EnrollInput, 'projectId'>): Promise<EnrollResult> {
   // One raw transaction (the enrollment's statements and its audit entry) over prepared statements.
@@ -76,9 +76,11 @@ export async function enrollAudited(db: Db, by: Acting, input: Omit<EnrollInput,
       before: { workflowId: input.workflowId, contactId: input.contactId ?? null, email: input.email ?? null },
       after: r,
     });
+    // Inside the transaction: delivered at its commit (never for a rolled-back one), and
+    // one more prepared statement on its connection rather than a Prisma call after it.
+    if (r.ok) await notifyWorkers(tx);
     return r;
   });
-  if (result.ok) await notifyWorkers(db).catch(() => {});
   return result;
 }
 
