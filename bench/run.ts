@@ -28,8 +28,10 @@ import { waitsPhase } from './waits';
 const PHASES = ['enroll', 'steps', 'diagnosis', 'waits', 'events', 'console', 'http'] as const;
 type Phase = (typeof PHASES)[number];
 
-function parseArgs(argv: string[]): { quick: boolean; only: Phase[] } {
+function parseArgs(argv: string[]): { quick: boolean; keep: boolean; only: Phase[] } {
   const quick = argv.includes('--quick');
+  // --keep: the bench's database is left in place (its name is printed), to EXPLAIN by hand.
+  const keep = argv.includes('--keep');
   const i = argv.indexOf('--only');
   let only: Phase[] = [...PHASES];
   if (i !== -1) {
@@ -41,9 +43,9 @@ function parseArgs(argv: string[]): { quick: boolean; only: Phase[] } {
     only = names as Phase[];
   }
   for (const arg of argv) {
-    if (arg.startsWith('--') && arg !== '--quick' && arg !== '--only') throw new Error(`unknown option ${arg} (use --quick, --only PHASES)`);
+    if (arg.startsWith('--') && !['--quick', '--keep', '--only'].includes(arg)) throw new Error(`unknown option ${arg} (use --quick, --keep, --only PHASES)`);
   }
-  return { quick, only };
+  return { quick, keep, only };
 }
 
 function git(args: string[]): string {
@@ -143,9 +145,13 @@ async function main(): Promise<void> {
       await closeDb(ctx.db);
       await ctx.pool.end();
     }
-    await adminQuery(product.url, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).catch((error) =>
-      progress('cleanup', `could not drop ${name}: ${String(error)}`),
-    );
+    if (args.keep) {
+      progress('cleanup', `--keep: the database ${name} is left in place (DROP DATABASE "${name}" when done)`);
+    } else {
+      await adminQuery(product.url, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).catch((error) =>
+        progress('cleanup', `could not drop ${name}: ${String(error)}`),
+      );
+    }
     if (product.embedded) await stopEmbeddedPostgres(product.embedded);
   }
 }
