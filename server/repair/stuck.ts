@@ -59,19 +59,33 @@ export type StuckReading = 'set' | 'page';
 const fence = (reading: StuckReading) => (reading === 'page' ? Prisma.sql`OFFSET 0` : Prisma.empty);
 
 /**
- * The execution a step row or an email belongs to, by its primary key, with `live`:
- * whether it is in this project (and workflow) in the state the reason needs. As one
- * boolean column, not a WHERE clause of the lookup, the conditions are not mis-estimated
- * (see fence); read as a set, the lookup is flattened and they are ordinary join
- * conditions again.
+ * The execution a step row or an email belongs to, by its primary key. Read as a set, a
+ * plain join, the planner choosing how (it may start from the execution's side, e.g. one
+ * workflow's active executions). Read as a page, a fenced lookup once per driving row
+ * with `live`, whether the execution is in this project (and workflow) in the state the
+ * reason needs: as one boolean column, not a WHERE clause of the lookup, the conditions
+ * are not mis-estimated (see fence). The predicate's WHERE ends with isLive(reading).
  */
-const executionOf = (key: Prisma.Sql, conditions: Prisma.Sql, s: StuckScope, reading: StuckReading) => Prisma.sql`
+const executionOf = (key: Prisma.Sql, conditions: Prisma.Sql, s: StuckScope, reading: StuckReading) =>
+  reading === 'set'
+    ? Prisma.sql`
+  JOIN "WorkflowExecution" e ON e.id = ${key} AND e."projectId" = ${s.projectId}::uuid ${conditions} ${workflowFilter(s)}`
+    : Prisma.sql`
   CROSS JOIN LATERAL (
     SELECT e.id, e."workflowId", e."contactId", e.version,
            (e."projectId" = ${s.projectId}::uuid ${conditions} ${workflowFilter(s)}) AS live
       FROM "WorkflowExecution" e
      WHERE e.id = ${key}
     ${fence(reading)}) e`;
+const isLive = (reading: StuckReading) => (reading === 'page' ? Prisma.sql`AND e.live` : Prisma.empty);
+
+/** The step row an execution is at: read as a set a plain join, as a page a fenced lookup (see fence). */
+const currentStepOf = (join: 'JOIN' | 'LEFT JOIN', conditions: Prisma.Sql, reading: StuckReading) =>
+  reading === 'set'
+    ? Prisma.sql`${Prisma.raw(join)} "StepExecution" s ON s."executionId" = e.id AND s."stepId" = e."currentStepId" ${conditions}`
+    : Prisma.sql`${Prisma.raw(join)} LATERAL (
+        SELECT s.id, s."stepId", s.status, s.attempt FROM "StepExecution" s
+         WHERE s."executionId" = e.id AND s."stepId" = e."currentStepId" ${conditions} ${fence(reading)}) s ON true`;
 
 /**
  * The one predicate per reason, as a query returning StuckItem rows. Each is driven by
@@ -88,7 +102,7 @@ export function stuckQuery(reason: StuckReason, s: StuckScope, reading: StuckRea
                jsonb_build_object('stepExecutionId', s.id, 'stepId', s."stepId", 'dueAt', s."dueAt", 'version', e.version) AS detail
           FROM "StepExecution" s
           ${executionOf(Prisma.sql`s."executionId"`, Prisma.sql`AND e.status = 'WAITING' AND e."currentStepId" = s."stepId"`, s, reading)}
-         WHERE s.status = 'WAITING' AND s."resolvedBy" IS NULL AND s."dueAt" < ${grace(s)} AND e.live`;
+         WHERE s.status = 'WAITING' AND s."resolvedBy" IS NULL AND s."dueAt" < ${grace(s)} ${isLive(reading)}`;
     case 'LEASE_EXPIRED':
       return Prisma.sql`
         SELECT 'LEASE_EXPIRED' AS reason, s."executionId" AS "itemId", s."executionId", NULL::uuid AS "eventId", e."workflowId", e."contactId",
@@ -96,7 +110,7 @@ export function stuckQuery(reason: StuckReason, s: StuckScope, reading: StuckRea
                jsonb_build_object('stepExecutionId', s.id, 'stepId', s."stepId", 'attempt', s.attempt, 'leaseOwner', s."leaseOwner", 'version', e.version) AS detail
           FROM "StepExecution" s
           ${executionOf(Prisma.sql`s."executionId"`, Prisma.sql`AND e.status = 'RUNNING' AND e."currentStepId" = s."stepId"`, s, reading)}
-         WHERE s.status = 'RUNNING' AND s."leaseExpiresAt" < ${grace(s)} AND e.live`;
+         WHERE s.status = 'RUNNING' AND s."leaseExpiresAt" < ${grace(s)} ${isLive(reading)}`;
     case 'MISSING_STEP':
       // Due for a worker for longer than the grace, and no worker holds its step: no
       // step row yet, or one waiting for its retry. (A held-but-dead step is LEASE_EXPIRED.)
@@ -105,12 +119,10 @@ export function stuckQuery(reason: StuckReason, s: StuckScope, reading: StuckRea
                e."readyAt" AS since,
                jsonb_build_object('stepId', e."currentStepId", 'stepStatus', s.status, 'attempt', s.attempt, 'version', e.version) AS detail
           FROM "WorkflowExecution" e
-          LEFT JOIN LATERAL (
-            SELECT s.status, s.attempt FROM "StepExecution" s WHERE s."executionId" = e.id AND s."stepId" = e."currentStepId" ${fence(reading)}
-          ) s ON true
+          ${currentStepOf('LEFT JOIN', Prisma.empty, reading)}
          WHERE e.status = 'RUNNING' AND e."readyAt" < ${grace(s)}
            AND e."projectId" = ${s.projectId}::uuid
-           AND (s.status IS NULL OR s.status <> 'RUNNING')
+           AND (s.id IS NULL OR s.status <> 'RUNNING')
            ${workflowFilter(s)}`;
     case 'CONTINUATION_PENDING':
       return Prisma.sql`
@@ -120,7 +132,7 @@ export function stuckQuery(reason: StuckReason, s: StuckScope, reading: StuckRea
                                   'branch', s."resolvedBranch", 'version', e.version) AS detail
           FROM "StepExecution" s
           ${executionOf(Prisma.sql`s."executionId"`, Prisma.sql`AND e.status = 'WAITING' AND e."currentStepId" = s."stepId"`, s, reading)}
-         WHERE s.status = 'WAITING' AND s."resolvedBy" IS NOT NULL AND s."resolvedAt" < ${grace(s)} AND e.live`;
+         WHERE s.status = 'WAITING' AND s."resolvedBy" IS NOT NULL AND s."resolvedAt" < ${grace(s)} ${isLive(reading)}`;
     case 'EVENT_DEAD':
       return Prisma.sql`
         SELECT 'EVENT_DEAD' AS reason, ev.id AS "itemId", NULL::uuid AS "executionId", ev.id AS "eventId", NULL::uuid AS "workflowId", ev."contactId",
@@ -147,10 +159,7 @@ export function stuckQuery(reason: StuckReason, s: StuckScope, reading: StuckRea
                jsonb_build_object('stepExecutionId', s.id, 'stepId', s."stepId", 'attempt', s.attempt, 'error', e."lastError",
                                   'version', e.version) AS detail
           FROM "WorkflowExecution" e
-          CROSS JOIN LATERAL (
-            SELECT s.id, s."stepId", s.attempt FROM "StepExecution" s
-             WHERE s."executionId" = e.id AND s."stepId" = e."currentStepId" AND s.status = 'FAILED' ${fence(reading)}
-          ) s
+          ${currentStepOf('JOIN', Prisma.sql`AND s.status = 'FAILED'`, reading)}
          WHERE e."projectId" = ${s.projectId}::uuid AND e.status = 'FAILED'
            ${workflowFilter(s)}`;
     case 'MESSAGE_UNCONFIRMED':
@@ -165,7 +174,7 @@ export function stuckQuery(reason: StuckReason, s: StuckScope, reading: StuckRea
                                   'messageVersion', m.version) AS detail
           FROM "Message" m
           ${executionOf(Prisma.sql`m."executionId"`, Prisma.empty, s, reading)}
-         WHERE m."projectId" = ${s.projectId}::uuid AND m.status = 'SENDING' AND m."leaseExpiresAt" < ${grace(s)} AND e.live`;
+         WHERE m."projectId" = ${s.projectId}::uuid AND m.status = 'SENDING' AND m."leaseExpiresAt" < ${grace(s)} ${isLive(reading)}`;
     case 'MESSAGE_FAILED':
       return Prisma.sql`
         SELECT 'MESSAGE_FAILED' AS reason, m.id AS "itemId", m."executionId", NULL::uuid AS "eventId", e."workflowId", e."contactId",
@@ -175,7 +184,7 @@ export function stuckQuery(reason: StuckReason, s: StuckScope, reading: StuckRea
                                   'messageVersion', m.version) AS detail
           FROM "Message" m
           ${executionOf(Prisma.sql`m."executionId"`, Prisma.empty, s, reading)}
-         WHERE m."projectId" = ${s.projectId}::uuid AND m.status = 'FAILED' AND e.live`;
+         WHERE m."projectId" = ${s.projectId}::uuid AND m.status = 'FAILED' ${isLive(reading)}`;
   }
 }
 
