@@ -40,7 +40,10 @@ export interface InvariantResult {
   provenBy: string | null;
 }
 
-/** Whether `u` is in place as a valid, immediately enforced unique index on exactly its columns and predicate. */
+/**
+ * Whether `u` is in place as a valid, immediately enforced unique index on exactly its
+ * columns and predicate, with their types' default operator classes.
+ */
 export async function uniqueIndexInPlace(db: DbTx, u: UniqueIndex): Promise<boolean> {
   const quoted = (name: string) => `"${name.replace(/"/g, '""')}"`;
   const [row] = await db.$queryRaw<{ inPlace: boolean }[]>`
@@ -48,6 +51,11 @@ export async function uniqueIndexInPlace(db: DbTx, u: UniqueIndex): Promise<bool
       SELECT 1 FROM pg_index i
        WHERE i.indexrelid = to_regclass(${quoted(u.index)}) AND i.indrelid = to_regclass(${quoted(u.table)})
          AND i.indisunique AND i.indisvalid AND i.indisready AND i.indimmediate AND i.indexprs IS NULL
+         -- uniqueness under each column type's own equality: an index whose operator class
+         -- compares otherwise (test/race/index-controls.test.ts makes one that never says
+         -- "equal") proves nothing
+         AND NOT EXISTS (SELECT 1 FROM unnest(i.indclass::oid[]) k(opclass)
+                           JOIN pg_opclass o ON o.oid = k.opclass WHERE NOT o.opcdefault)
          AND pg_get_expr(i.indpred, i.indrelid) IS NOT DISTINCT FROM ${u.predicate}::text
          AND array(SELECT a.attname::text
                      FROM unnest(i.indkey) WITH ORDINALITY k(attnum, n)
