@@ -6,7 +6,7 @@ import { newApiKey } from '../support/auth';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { createContact, createProject, twoEmailWorkflow, workflowFrom } from '../support/fixtures';
 import { startWorkerProcess, waitFor, type WorkerProcess } from '../support/processes';
-import { apiClient, executionIdOf, expectAllRunOnce, type Answer } from '../support/reliability';
+import { answer, apiClient, executionIdOf, expectAllRunOnce, type Answer } from '../support/reliability';
 import { startTcpProxy, type CutMode, type TcpProxy } from '../support/tcp-proxy';
 import { startWebServer, type WebServer } from '../support/web-server';
 
@@ -85,19 +85,13 @@ function expectUnavailable(a: Answer & { ms: number }, what: string): void {
 
 /** A person signing in with a password, as the sign-in page does. */
 async function signIn(email: string, password: string): Promise<Answer> {
-  const response = await fetch(`${server!.base}/api/auth/sign-in/email`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', origin: server!.base },
-    body: JSON.stringify({ email, password }),
-  });
-  const text = await response.text();
-  let body: unknown = text;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    // not JSON: kept as text for the failure message
-  }
-  return { status: response.status, headers: response.headers, body };
+  return answer(
+    await fetch(`${server!.base}/api/auth/sign-in/email`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: server!.base },
+      body: JSON.stringify({ email, password }),
+    }),
+  );
 }
 
 function count(text: string, needle: string): number {

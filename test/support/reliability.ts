@@ -14,7 +14,8 @@ export interface Answer {
   body: any;
 }
 
-async function answer(response: Response): Promise<Answer> {
+/** A response's status, headers and body (parsed when it is JSON). */
+export async function answer(response: Response): Promise<Answer> {
   const text = await response.text();
   let body: unknown = text;
   try {
