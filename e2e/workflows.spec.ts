@@ -155,8 +155,13 @@ test('a workflow created from JSON: a bad transition is shown at its path; fixed
   await expectNoOverlap(page);
 
   // The same name again: the server refuses it at `name`, and nothing is stored.
+  // As on the first visit: the editor is live (its template validated) before it is
+  // typed into, and the definition is checked before Create is pressed. A fill before
+  // hydration was overwritten by the template, and Create stayed disabled.
   await page.goto('/workflows/new');
+  await expect(page.getByTestId('validation-state')).toHaveText('valid');
   await page.getByLabel('Workflow definition (JSON)').fill(JSON.stringify(fixed, null, 2));
+  await expect(page.getByTestId('validation-state')).toHaveText('valid');
   await page.getByRole('button', { name: 'Create workflow' }).click();
   await expect(page.getByTestId('definition-issue').filter({ hasText: 'already exists' })).toContainText('name');
   const all = await trpcQuery<WorkflowSummary[]>(page.request, 'workflows.list', undefined);
