@@ -45,7 +45,7 @@ function kindOf(text: string): string {
   if (named) return named;
   if (/"StepExecution" AS s/.test(text) && /FOR UPDATE SKIP LOCKED/.test(text)) return 'claimReadySteps';
   if (/INSERT INTO "StepExecution"/.test(text)) return 'claimStep';
-  if (/INSERT INTO "Message"/.test(text)) return 'advanceExecution';
+  if (/INSERT INTO "Message"/.test(text)) return 'advanceExecutions';
   if (/status = 'SENDING'/.test(text) && /QUEUED/.test(text)) return 'claimQueuedMessages';
   if (/UPDATE "Message"/.test(text)) return 'recordDelivery';
   if (/"nextDispatchAt" <= now\(\)/.test(text)) return 'claimDueEvents';

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import {
-  advanceExecution,
+  advanceExecutions,
   advanceFromWait,
   claimDueEvents,
   claimDueWaits,
@@ -10,6 +10,7 @@ import {
   lockDueWaits,
   parkExecution,
   recordDeliveries,
+  type Completion,
   type DueWaitClaim,
   type StepClaim,
 } from '../server/engine/claims';
@@ -56,8 +57,8 @@ async function graphOf(workflowId: string): Promise<WorkflowGraph> {
   return graph;
 }
 
-/** Run a claimed step and record it; the next step's claim (made in the same statement) if the execution goes on. */
-async function runClaimed(claim: StepClaim): Promise<StepClaim | null> {
+/** A claimed step's completion, computed in memory as the engine's runner computes it; a park is recorded on its own. */
+async function complete(claim: StepClaim): Promise<Completion | null> {
   const graph = await graphOf(claim.workflowId);
   const step = graph.steps.get(claim.stepId)!;
   const outcome = runStep({
@@ -66,60 +67,60 @@ async function runClaimed(claim: StepClaim): Promise<StepClaim | null> {
     contact: { email: claim.contactEmail, data: claim.contactData ?? {}, subscribed: claim.contactSubscribed },
     context: claim.context ?? {},
   });
+  const claimNext = { leaseSeconds: LEASE, owner };
   if (outcome.kind === 'advance') {
     const next = nextStepId(graph, claim.stepId, outcome.branch);
-    const [row] = await q<StepClaim>(
-      recordStatement((db) =>
-        advanceExecution(db, claim, {
-          nextStepId: next ?? claim.stepId,
-          status: next ? 'RUNNING' : 'COMPLETED',
-          output: outcome.branch === null ? outcome.output : { ...outcome.output, branch: outcome.branch },
-          contactPatch: outcome.contactPatch ?? null,
-          message: outcome.message ?? null,
-          claimNext: { leaseSeconds: LEASE, owner },
-        }),
-      ),
-    );
-    return row?.stepExecutionId && next ? { ...row, executionId: claim.executionId } : null;
+    return {
+      claim,
+      advance: {
+        nextStepId: next ?? claim.stepId,
+        status: next ? 'RUNNING' : 'COMPLETED',
+        output: outcome.branch === null ? outcome.output : { ...outcome.output, branch: outcome.branch },
+        contactPatch: outcome.contactPatch ?? null,
+        message: outcome.message ?? null,
+        claimNext,
+      },
+    };
   }
   if (outcome.kind === 'park') {
     if (outcome.eventName) throw new Error('the raw baseline runs no WAIT_FOR_EVENT');
     if (outcome.dueInSeconds <= 0) {
       // DELAY 0 goes on at once, as the engine's runner does (no park/wake round trip).
       const next = nextStepId(graph, claim.stepId, null);
-      const [row] = await q<StepClaim>(
-        recordStatement((db) =>
-          advanceExecution(db, claim, {
-            nextStepId: next ?? claim.stepId,
-            status: next ? 'RUNNING' : 'COMPLETED',
-            output: { ...outcome.output, resolvedBy: 'TIMEOUT', branch: null },
-            elapsed: true,
-            claimNext: { leaseSeconds: LEASE, owner },
-          }),
-        ),
-      );
-      return row?.stepExecutionId && next ? { ...row, executionId: claim.executionId } : null;
+      return {
+        claim,
+        advance: {
+          nextStepId: next ?? claim.stepId,
+          status: next ? 'RUNNING' : 'COMPLETED',
+          output: { ...outcome.output, resolvedBy: 'TIMEOUT', branch: null },
+          elapsed: true,
+          claimNext,
+        },
+      };
     }
     await q(recordStatement((db) => parkExecution(db, claim, { dueInSeconds: outcome.dueInSeconds, output: outcome.output })));
     return null;
   }
   if (outcome.kind === 'exit') {
-    await q(
-      recordStatement((db) =>
-        advanceExecution(db, claim, { nextStepId: claim.stepId, status: 'EXITED', exitReason: outcome.reason, output: { exitReason: outcome.reason } }),
-      ),
-    );
-    return null;
+    return { claim, advance: { nextStepId: claim.stepId, status: 'EXITED', exitReason: outcome.reason, output: { exitReason: outcome.reason } } };
   }
   throw new Error(`unexpected outcome ${outcome.kind}: ${'error' in outcome ? outcome.error : ''}`);
 }
 
-async function drive(first: StepClaim): Promise<number> {
-  let claim: StepClaim | null = first;
+/**
+ * Drive claimed executions side by side, as the engine's worker does: each turn runs
+ * every claim's step and records the turn's completions in one advanceExecutions
+ * statement, which also claims each execution's next step.
+ */
+async function drive(first: StepClaim[]): Promise<number> {
+  let claims = first;
   let steps = 0;
-  while (claim) {
-    claim = await runClaimed(claim);
-    steps++;
+  while (claims.length > 0) {
+    const completions = (await Promise.all(claims.map(complete))).filter((c): c is Completion => c !== null);
+    steps += claims.length;
+    if (completions.length === 0) break;
+    const rows = await q<StepClaim & { stepExecutionId: string | null }>(recordStatement((db) => advanceExecutions(db, completions)));
+    claims = rows.filter((r) => r.stepExecutionId);
   }
   return steps;
 }
@@ -128,7 +129,7 @@ let waiting = true;
 async function pass(): Promise<number> {
   const claims = await q<StepClaim>(recordStatement((db) => claimReadySteps(db, { limit: concurrency, leaseSeconds: LEASE, owner, maxAttempts: 3 })));
   let work = claims.length;
-  await Promise.all(claims.filter((c) => c.stepExecutionId).map(drive));
+  await drive(claims.filter((c) => c.stepExecutionId));
 
   if (!lean || waiting) {
     const client = await pool.connect();
@@ -167,7 +168,7 @@ async function pass(): Promise<number> {
         const [claim] = await q<StepClaim>(
           recordStatement((db) => claimStep(db, { executionId: w.executionId, expectedVersion: row.version, leaseSeconds: LEASE, owner })),
         );
-        if (claim?.stepExecutionId) await drive(claim);
+        if (claim?.stepExecutionId) await drive([claim]);
       }),
     );
   }

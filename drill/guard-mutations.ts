@@ -109,11 +109,11 @@ const MUTATIONS: Mutation[] = [
     edits: [
       {
         file: 'server/engine/claims/fragments.ts',
-        find: `  return Prisma.sql\`e.id = \${claim.executionId}::uuid AND e.version = \${claim.version}
-         AND e.status = 'RUNNING' AND e."currentStepId" = \${claim.stepId}::uuid
+        find: `  return Prisma.sql\`e.id = \${claim.executionId} AND e.version = \${claim.version}
+         AND e.status = 'RUNNING' AND e."currentStepId" = \${claim.stepId}
          AND EXISTS (SELECT 1 FROM "StepExecution" s WHERE \${stepStillClaimed(claim, opts)})\`;`,
         replace: `  void opts;
-  return Prisma.sql\`e.id = \${claim.executionId}::uuid\`;`,
+  return Prisma.sql\`e.id = \${claim.executionId}\`;`,
       },
     ],
   },

@@ -53,7 +53,12 @@ const MUTATIONS: Mutation[] = [
     edits: [
       {
         file: 'server/engine/claims/completion.ts',
-        find: `       WHERE \${executionStillClaimed(claim)}
+        find: `       WHERE \${executionStillClaimed(batchClaimColumns)}`,
+        replace: `       WHERE e.id = v."executionId"`,
+      },
+      {
+        file: 'server/engine/claims/completion.ts',
+        find: `       WHERE \${executionStillClaimed(claimValues(claim))}
       RETURNING e.id, e.version, e."projectId", e."contactId"`,
         replace: `       WHERE e.id = \${claim.executionId}::uuid
       RETURNING e.id, e.version, e."projectId", e."contactId"`,
@@ -61,6 +66,19 @@ const MUTATIONS: Mutation[] = [
     ],
     test: 'test/race/races.test.ts',
     scenario: '5. a stale next-step writer',
+  },
+  {
+    guard: 'each row of a batch of completions is fenced on its own (I6)',
+    edits: [
+      {
+        file: 'server/engine/claims/completion.ts',
+        find: `       WHERE \${executionStillClaimed(batchClaimColumns)}`,
+        replace: `       WHERE e.id = v."executionId"`,
+      },
+    ],
+    test: 'test/race/batch-completion.test.ts',
+    scenario: 'a stale worker batch racing a fresh one',
+    rounds: 10,
   },
   {
     guard: 'a wake-up claims the wait before continuing (I4, I6): duplicate wake-ups',

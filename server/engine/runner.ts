@@ -1,5 +1,4 @@
 import {
-  advanceExecution,
   advanceFromWait,
   claimDueWaits,
   claimReadySteps,
@@ -19,6 +18,7 @@ import {
   type WaitResolver,
   type WaitState,
 } from './claims';
+import { CompletionBatch } from './completion-batch';
 import type { EngineContext } from './context';
 import { eventContextPatch, readEventContext } from './event-context';
 import { runStep, type StepOutcome } from './steps';
@@ -48,7 +48,18 @@ function errorText(error: unknown): string {
   return (error instanceof Error ? error.message : String(error)).slice(0, 2000);
 }
 
-/** Record the outcome of a claimed step as one claim. */
+/** Each engine context's completions of the current turn (completion-batch.ts). */
+const completionBatches = new WeakMap<EngineContext, CompletionBatch>();
+function completionsOf(ctx: EngineContext): CompletionBatch {
+  let batch = completionBatches.get(ctx);
+  if (!batch) {
+    batch = new CompletionBatch(ctx.db);
+    completionBatches.set(ctx, batch);
+  }
+  return batch;
+}
+
+/** Record the outcome of a claimed step as one claim (an advance is batched with the others of this turn). */
 async function recordOutcome(
   ctx: EngineContext,
   graph: WorkflowGraph,
@@ -59,7 +70,7 @@ async function recordOutcome(
   switch (outcome.kind) {
     case 'advance': {
       const next = nextStepId(graph, claim.stepId, outcome.branch);
-      return advanceExecution(ctx.db, claim, {
+      return completionsOf(ctx).record(claim, {
         nextStepId: next ?? claim.stepId,
         status: next ? 'RUNNING' : 'COMPLETED',
         output: outcome.branch === null ? outcome.output : { ...outcome.output, branch: outcome.branch },
@@ -76,7 +87,7 @@ async function recordOutcome(
         // A DELAY 0 is due as it parks: go on now, recorded as the timer would resolve it
         // (TIMEOUT, its one plain way on), without the park/wake round trip.
         const next = nextStepId(graph, claim.stepId, null);
-        return advanceExecution(ctx.db, claim, {
+        return completionsOf(ctx).record(claim, {
           nextStepId: next ?? claim.stepId,
           status: next ? 'RUNNING' : 'COMPLETED',
           output: { ...outcome.output, resolvedBy: 'TIMEOUT', branch: null },
@@ -93,7 +104,7 @@ async function recordOutcome(
       });
     }
     case 'exit':
-      return advanceExecution(ctx.db, claim, {
+      return completionsOf(ctx).record(claim, {
         nextStepId: claim.stepId,
         status: 'EXITED',
         exitReason: outcome.reason,

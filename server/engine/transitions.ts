@@ -73,8 +73,8 @@ export const TRANSITIONS = {
   },
 
   // Completing a claimed step
-  advanceExecution: {
-    does: 'complete the claimed step and move to the next one (or end); a SEND_EMAIL queues its message',
+  advanceExecutions: {
+    does: 'complete claimed steps (a batch, each row fenced on its own) and move each to its next step (or end); a SEND_EMAIL queues its message',
     execution: { from: ['RUNNING'], to: ['RUNNING', 'COMPLETED', 'EXITED'] },
     step: { from: ['RUNNING'], to: ['COMPLETED'], gate: true },
     message: { from: ['NONE'], to: ['QUEUED'] },

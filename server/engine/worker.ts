@@ -43,13 +43,35 @@ function total(c: PassCounts): number {
   return c.steps + c.waits + c.events + c.messages + c.continuations;
 }
 
-/** One pass over every queue. */
-export async function runPass(ctx: EngineContext, opts: WorkerOptions, withContinuations: boolean): Promise<PassCounts> {
-  const steps = await processReadySteps(ctx, opts.concurrency);
-  const waits = await processDueWaits(ctx, opts.concurrency);
-  const events = await processDueEvents(ctx, opts.concurrency);
-  const messages = await deliverQueuedMessages(ctx, { from: opts.from, limit: opts.concurrency });
-  const continuations = withContinuations ? await processPendingContinuations(ctx, opts.concurrency) : 0;
+/** Which queues a pass polls besides steps and messages (a busy worker skips idle ones for a while). */
+export interface PassPlan {
+  waits: boolean;
+  events: boolean;
+  continuations: boolean;
+}
+
+const EVERY_QUEUE: PassPlan = { waits: true, events: true, continuations: true };
+
+/**
+ * A worker busy with steps polls the timers and the event outbox at most this often
+ * while their last poll found nothing: an empty poll is a round trip (three for the
+ * timers' transaction) per pass that buys nothing while steps are queued.
+ */
+export const IDLE_QUEUE_POLL_MS = 250;
+
+/**
+ * One pass over the queues: steps, the timers, the event outbox and the email outbox at
+ * once, each on its own connections, so their round trips overlap; the continuation
+ * sweep after them. The queues a plan leaves out are not polled.
+ */
+export async function runPass(ctx: EngineContext, opts: WorkerOptions, plan: PassPlan = EVERY_QUEUE): Promise<PassCounts> {
+  const [steps, waits, events, messages] = await Promise.all([
+    processReadySteps(ctx, opts.concurrency),
+    plan.waits ? processDueWaits(ctx, opts.concurrency) : 0,
+    plan.events ? processDueEvents(ctx, opts.concurrency) : 0,
+    deliverQueuedMessages(ctx, { from: opts.from, limit: opts.concurrency }),
+  ]);
+  const continuations = plan.continuations ? await processPendingContinuations(ctx, opts.concurrency) : 0;
   return { steps, waits, events, messages, continuations };
 }
 
@@ -64,7 +86,7 @@ export async function runWorkerOnce(
   const options: WorkerOptions = { concurrency: opts.concurrency ?? 16, from: opts.from ?? 'Waypost <no-reply@waypost.local>' };
   const sum: PassCounts = { steps: 0, waits: 0, events: 0, messages: 0, continuations: 0 };
   for (let pass = 0; pass < (opts.maxPasses ?? 10_000); pass++) {
-    const counts = await runPass(ctx, options, true);
+    const counts = await runPass(ctx, options);
     for (const key of Object.keys(sum) as (keyof PassCounts)[]) sum[key] += counts[key];
     if (total(counts) === 0) break;
   }
@@ -106,13 +128,26 @@ export class Worker {
     // An outage (the database unreachable) is logged when it begins and when it ends, not
     // once per failed pass: a worker retrying every few seconds for ten minutes says two lines.
     let outageSince: number | null = null;
+    // The timers and the event outbox: when each was last polled, and whether that poll found work.
+    const polled = { waits: { at: 0, found: true }, events: { at: 0, found: true } };
+    let busy = false;
     while (!this.stopping) {
       let counts: PassCounts | null = null;
       this.poked = false;
+      const now = Date.now();
+      // Busy with steps, a queue whose last poll found nothing waits its turn; otherwise every queue is polled.
+      const due = (q: { at: number; found: boolean }) => !busy || q.found || now - q.at >= IDLE_QUEUE_POLL_MS;
+      const plan: PassPlan = {
+        waits: due(polled.waits),
+        events: due(polled.events),
+        continuations: now - this.lastContinuationSweep > this.ctx.config.continuationGraceSeconds * 1000,
+      };
       try {
-        const sweep = Date.now() - this.lastContinuationSweep > this.ctx.config.continuationGraceSeconds * 1000;
-        if (sweep) this.lastContinuationSweep = Date.now();
-        counts = await runPass(this.ctx, this.options, sweep);
+        if (plan.continuations) this.lastContinuationSweep = now;
+        counts = await runPass(this.ctx, this.options, plan);
+        if (plan.waits) polled.waits = { at: now, found: counts.waits > 0 };
+        if (plan.events) polled.events = { at: now, found: counts.events > 0 };
+        busy = counts.steps > 0;
         if (outageSince !== null) {
           this.ctx.log('info', 'database reachable again; resuming', { downForMs: Date.now() - outageSince, failedPasses: failures });
           outageSince = null;
@@ -121,6 +156,7 @@ export class Worker {
       } catch (error) {
         // PostgreSQL restarting, a network blip: back off and try again. Claims are safe to
         // retry, and a step this pass held keeps its lease until it expires for any worker.
+        busy = false;
         failures++;
         if (!databaseUnavailable(error)) {
           this.ctx.log('error', 'worker pass failed', { error: String(error), failures });
@@ -130,8 +166,9 @@ export class Worker {
         }
       }
       if (this.stopping) break;
-      // Work found, or work announced while this pass ran (it may have missed it): go again.
-      if (counts && (total(counts) > 0 || this.poked)) continue;
+      // Work found, or work announced while this pass ran (it may have missed it), or a
+      // queue left out of this pass: go again (a pass that finds no step polls them all).
+      if (counts && (total(counts) > 0 || this.poked || !plan.waits || !plan.events)) continue;
       const idle = counts ? (this.options.pollMs ?? 1000) : backoffMs(failures, this.options.maxBackoffMs);
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, idle);

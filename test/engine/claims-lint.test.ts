@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
-import { exportedFunctions, statementsOf } from '../support/claims-source';
+import { delegatedClaim, exportedFunctions, statementsOf } from '../support/claims-source';
 
 // A lint over the claims folder (server/engine/claims/): every exported claim is
 // one SQL statement in a Prisma tagged template, guarded by a version or status predicate
@@ -17,6 +17,8 @@ interface Claim {
   name: string;
   doc: string;
   sql: string[];
+  /** The batch claim this one hands its single claim to, sending no SQL of its own. */
+  delegatesTo: string | null;
 }
 
 /** Every exported function of the folder that sends SQL, with its statements. */
@@ -25,6 +27,7 @@ function functions(): Claim[] {
     name,
     doc: ts.getJSDocCommentsAndTags(node).map((d) => d.getText()).join('\n'),
     sql: statementsOf(node),
+    delegatesTo: delegatedClaim(node),
   }));
 }
 
@@ -38,11 +41,17 @@ describe('claims lint', () => {
 
   it('finds the claims', () => {
     expect(all.map((c) => c.name)).toEqual(
-      expect.arrayContaining(['insertExecutions', 'claimReadySteps', 'claimStep', 'advanceExecution', 'parkExecution', 'claimWait', 'advanceFromWait']),
+      expect.arrayContaining(['insertExecutions', 'claimReadySteps', 'claimStep', 'advanceExecutions', 'parkExecution', 'claimWait', 'advanceFromWait']),
     );
   });
 
-  it.each(all.map((c) => [c.name, c] as const))('%s is one statement with a version or status predicate and names its invariant', (_, claim) => {
+  it('a claim that sends no statement of its own is a batch of one of another claim', () => {
+    const delegating = all.filter((c) => c.sql.length === 0);
+    expect(delegating.map((c) => [c.name, c.delegatesTo])).toEqual([['advanceExecution', 'advanceExecutions']]);
+    for (const claim of delegating) expect(claim.doc, 'its comment names the invariant it protects').toMatch(/\bI[1-8]\b/);
+  });
+
+  it.each(all.filter((c) => !c.delegatesTo).map((c) => [c.name, c] as const))('%s is one statement with a version or status predicate and names its invariant', (_, claim) => {
     expect(claim.sql, 'exactly one SQL statement').toHaveLength(1);
     const sql = claim.sql[0]!;
     expect(sql.trim().replace(/;\s*$/, ''), 'no second statement').not.toContain(';');

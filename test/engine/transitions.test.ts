@@ -1,17 +1,20 @@
 import { describe, expect, it } from 'vitest';
 import { ACTIVE_STATUSES, TRANSITIONS, type Transition } from '../../server/engine/transitions';
-import { exportedFunctions } from '../support/claims-source';
+import { delegatedClaim, exportedFunctions } from '../support/claims-source';
 
 // A lint over the state machine: every
 // exported claim of server/engine/claims/ has an entry in server/engine/transitions.ts,
 // every entry names a claim that exists, and the operators' claims read their
 // from-statuses from the table rather than spelling them out again.
 
-/** Exported functions of the claims folder that change state (reads are named read*, find*, is*). */
+/**
+ * Exported functions of the claims folder that change state (reads are named read*, find*,
+ * is*), but a batch claim's form for one claim, which moves what the batch moves.
+ */
 function exportedClaims(): Map<string, string> {
   const found = new Map<string, string>();
   for (const { name, node } of exportedFunctions()) {
-    if (/^(read|find|is)/.test(name)) continue;
+    if (/^(read|find|is)/.test(name) || delegatedClaim(node)) continue;
     found.set(name, node.body?.getText() ?? '');
   }
   return found;

@@ -100,3 +100,20 @@ export function statementsOf(fn: ts.FunctionDeclaration): string[] {
   fn.body?.forEachChild(visit);
   return sql;
 }
+
+/**
+ * The claim a function hands its work to, when it sends no SQL of its own: a single
+ * claim's form of a batch claim of the folder (advanceExecution, a batch of one of
+ * advanceExecutions). Null for a function that sends its own statements or calls no claim.
+ */
+export function delegatedClaim(fn: ts.FunctionDeclaration): string | null {
+  if (statementsOf(fn).length > 0) return null;
+  const claims = new Set(exportedFunctions().filter((f) => f.node !== fn && statementsOf(f.node).length > 0).map((f) => f.name));
+  let found: string | null = null;
+  const visit = (n: ts.Node) => {
+    if (ts.isCallExpression(n) && ts.isIdentifier(n.expression) && claims.has(n.expression.text)) found ??= n.expression.text;
+    n.forEachChild(visit);
+  };
+  fn.body?.forEachChild(visit);
+  return found;
+}

@@ -1,6 +1,6 @@
 import { Prisma, type DbTx } from '../../db';
 import { readExecutionState, type ExecutionState, type StepClaim, type UnclaimableStep } from './execution';
-import { executionStillClaimed, moveTo, notConsumedBy, secondsFromNow, stepRowClaim, stepStillClaimed } from './fragments';
+import { batchClaimColumns, claimValues, executionStillClaimed, moveTo, notConsumedBy, secondsFromNow, stepRowClaim, stepStillClaimed } from './fragments';
 import type { Lost, Won } from './index';
 
 // Completing a claimed step, the workers' side: advance the execution, park it at a wait,
@@ -48,58 +48,100 @@ export type CompleteResult =
     }>
   | Lost<ExecutionState | null>;
 
+/** One claimed step's completion in a batch (advanceExecutions). */
+export interface Completion {
+  claim: StepClaim;
+  advance: Advance;
+}
+
 /**
- * I5, I6: complete a claimed step and advance the execution, in one statement. Fenced by
- * the execution's version (bumped by every claim, so a re-claim after lease expiry or
- * any other writer makes this lose) and by the step's claim token. The contact update
- * and the queued message ride along only if the fence held; the message's unique
- * stepExecutionId makes a second one impossible.
+ * I5, I6: complete claimed steps and advance their executions, in one statement for the
+ * whole batch (a worker records the steps it ran in the same turn together: one round
+ * trip and one commit instead of one per step). Each row is fenced on its own by its
+ * execution's version (bumped by every claim, so a re-claim after lease expiry or any
+ * other writer makes that row lose) and by its step's claim token; a row that loses
+ * changes nothing, the others go on. The contact update and the queued message ride
+ * along only where the fence held; the message's unique stepExecutionId makes a second
+ * one impossible. Rows are sent in execution id order, so two batches lock the rows they
+ * share in the same order. A batch holds each execution once, and each contact's patch
+ * once (two patches of one contact in one UPDATE would keep only one).
  */
-export async function advanceExecution(db: DbTx, claim: StepClaim, a: Advance): Promise<CompleteResult> {
-  const patch = a.contactPatch ?? null;
-  const setKeys = patch ? Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== null)) : {};
-  const dropKeys = patch ? Object.keys(patch).filter((k) => patch[k] === null) : [];
-  const chain = a.status === 'RUNNING' && a.claimNext ? a.claimNext : null;
-  const rows = await db.$queryRaw<(ChainedClaimRow & { steps: bigint; messages: bigint })[]>`
-    -- advanceExecution
-    WITH exec AS (
+export async function advanceExecutions(db: DbTx, completions: Completion[]): Promise<CompleteResult[]> {
+  if (completions.length === 0) return [];
+  const rows = [...completions].sort((a, b) => (a.claim.executionId < b.claim.executionId ? -1 : a.claim.executionId > b.claim.executionId ? 1 : 0));
+  const executions = new Set(rows.map((r) => r.claim.executionId));
+  if (executions.size !== rows.length) throw new Error('advanceExecutions: an execution appears twice in one batch');
+  const patched = rows.filter((r) => r.advance.contactPatch);
+  if (new Set(patched.map((r) => r.claim.contactId)).size !== patched.length) {
+    throw new Error('advanceExecutions: a contact is patched twice in one batch');
+  }
+  // A lease (the next step's claim) is the same for every row: one worker sends a batch.
+  const lease = rows.find((r) => r.advance.claimNext)?.advance.claimNext ?? { leaseSeconds: 0, owner: null };
+  const chained = (c: Completion) => c.advance.status === 'RUNNING' && !!c.advance.claimNext;
+  const column = <T>(f: (r: Completion) => T) => rows.map(f);
+  // A patch's keys with null values are removed from the contact's data, the others merged in.
+  const patch = (r: Completion) => {
+    const p = r.advance.contactPatch;
+    if (!p) return null;
+    return { set: Object.fromEntries(Object.entries(p).filter(([, v]) => v !== null)), drop: Object.keys(p).filter((k) => p[k] === null) };
+  };
+  const won = await db.$queryRaw<(ChainedClaimRow & { executionId: string; messageQueued: boolean })[]>`
+    -- advanceExecutions
+    WITH v AS (
+      SELECT * FROM unnest(
+        ${column((r) => r.claim.executionId)}::uuid[], ${column((r) => r.claim.version)}::int[],
+        ${column((r) => r.claim.stepId)}::uuid[], ${column((r) => r.claim.stepExecutionId)}::uuid[],
+        ${column((r) => r.claim.claimToken)}::uuid[], ${column((r) => r.advance.nextStepId)}::uuid[],
+        ${column((r) => r.advance.status)}::text[], ${column((r) => r.advance.exitReason ?? null)}::text[],
+        ${column((r) => JSON.stringify(r.advance.output))}::jsonb[], ${column((r) => JSON.stringify(r.advance.contextPatch ?? {}))}::jsonb[],
+        ${column((r) => (patch(r) ? JSON.stringify(patch(r)!.set) : null))}::jsonb[], ${column((r) => (patch(r) ? JSON.stringify(patch(r)!.drop) : null))}::jsonb[],
+        ${column((r) => r.advance.message?.to ?? null)}::text[], ${column((r) => r.advance.message?.subject ?? null)}::text[],
+        ${column((r) => r.advance.message?.body ?? null)}::text[], ${column((r) => r.advance.elapsed ?? false)}::boolean[],
+        ${column(chained)}::boolean[]
+      ) AS v("executionId", version, "stepId", "stepExecutionId", "claimToken", "nextStepId", status, "exitReason",
+             output, "contextPatch", "contactSet", "contactDrop", "messageTo", "messageSubject", "messageBody", elapsed, chain)
+    ), exec AS (
       UPDATE "WorkflowExecution" e
-         SET version = e.version + ${chain ? 2 : 1}::int,
-             ${moveTo(a.status, a.nextStepId, chain ? secondsFromNow(chain.leaseSeconds) : undefined)},
-             "exitReason" = ${a.exitReason ?? null},
+         SET version = e.version + CASE WHEN v.chain THEN 2 ELSE 1 END,
+             ${moveTo(Prisma.sql`v.status`, Prisma.sql`v."nextStepId"`, Prisma.sql`CASE WHEN v.chain THEN ${secondsFromNow(lease.leaseSeconds)} ELSE now() END`)},
+             "exitReason" = v."exitReason",
              "lastError" = NULL,
-             context = e.context || ${JSON.stringify(a.contextPatch ?? {})}::jsonb,
+             context = e.context || v."contextPatch",
              "updatedAt" = now()
-       WHERE ${executionStillClaimed(claim)}
-      RETURNING e.id, e.version, e."projectId", e."contactId", e."workflowId", e."currentStepId", e.context
+        FROM v
+       WHERE ${executionStillClaimed(batchClaimColumns)}
+      RETURNING e.id, e.version, e."projectId", e."contactId", e."workflowId", e."currentStepId", e.context,
+                v."stepExecutionId", v."claimToken", v.output, v.elapsed, v.chain, v."contactSet", v."contactDrop",
+                v."messageTo", v."messageSubject", v."messageBody"
     ), step AS (
       UPDATE "StepExecution" s
-         SET status = 'COMPLETED', output = ${JSON.stringify(a.output)}::jsonb,
+         SET status = 'COMPLETED', output = exec.output,
              "finishedAt" = now(), "leaseExpiresAt" = NULL,
-             "dueAt" = CASE WHEN ${a.elapsed ?? false} THEN now() ELSE s."dueAt" END,
-             "resolvedBy" = CASE WHEN ${a.elapsed ?? false} THEN 'TIMEOUT'::"WaitResolver" ELSE s."resolvedBy" END,
-             "resolvedAt" = CASE WHEN ${a.elapsed ?? false} THEN now() ELSE s."resolvedAt" END
+             "dueAt" = CASE WHEN exec.elapsed THEN now() ELSE s."dueAt" END,
+             "resolvedBy" = CASE WHEN exec.elapsed THEN 'TIMEOUT'::"WaitResolver" ELSE s."resolvedBy" END,
+             "resolvedAt" = CASE WHEN exec.elapsed THEN now() ELSE s."resolvedAt" END
         FROM exec
-       WHERE ${stepStillClaimed(claim)}
+       WHERE s.id = exec."stepExecutionId" AND s."claimToken" = exec."claimToken" AND s.status = 'RUNNING'
       RETURNING s.id
     ), contact AS (
       UPDATE "Contact" c
-         SET data = (c.data || ${JSON.stringify(setKeys)}::jsonb) - ${dropKeys}::text[], "updatedAt" = now()
+         SET data = (c.data || exec."contactSet") - ARRAY(SELECT jsonb_array_elements_text(exec."contactDrop")),
+             "updatedAt" = now()
         FROM exec
-       WHERE ${patch !== null} AND c.id = exec."contactId"
+       WHERE exec."contactSet" IS NOT NULL AND c.id = exec."contactId"
       RETURNING c.id, c.data
     ), message AS (
       INSERT INTO "Message" (id, "projectId", "executionId", "stepExecutionId", "to", subject, body)
-      SELECT gen_random_uuid(), exec."projectId", exec.id, ${claim.stepExecutionId}::uuid,
-             ${a.message?.to ?? ''}, ${a.message?.subject ?? ''}, ${a.message?.body ?? ''}
+      SELECT gen_random_uuid(), exec."projectId", exec.id, exec."stepExecutionId",
+             exec."messageTo", exec."messageSubject", exec."messageBody"
         FROM exec
-       WHERE ${a.message != null}
+       WHERE exec."messageTo" IS NOT NULL
       ON CONFLICT ("stepExecutionId") DO NOTHING
-      RETURNING id
+      RETURNING "executionId"
     ), next AS (
-      ${stepRowClaim(chain?.leaseSeconds ?? 0, chain?.owner ?? null, Prisma.sql`${chain !== null}`)}
+      ${stepRowClaim(lease.leaseSeconds, lease.owner, Prisma.sql`exec.chain`)}
     )
-    SELECT exec.version, (SELECT count(*) FROM step) AS steps, (SELECT count(*) FROM message) AS messages,
+    SELECT exec.id AS "executionId", exec.version, EXISTS (SELECT 1 FROM message WHERE message."executionId" = exec.id) AS "messageQueued",
            next.id AS "stepExecutionId", next."claimToken", next.attempt, exec."currentStepId" AS "stepId",
            exec."projectId", exec."workflowId", exec."contactId", exec.context,
            c.email AS "contactEmail", COALESCE(contact.data, c.data) AS "contactData", c.subscribed AS "contactSubscribed"
@@ -107,15 +149,29 @@ export async function advanceExecution(db: DbTx, claim: StepClaim, a: Advance): 
       LEFT JOIN next ON next."executionId" = exec.id
       LEFT JOIN contact ON contact.id = exec."contactId"
       JOIN "Contact" c ON c.id = exec."contactId"`;
-  const row = rows[0];
-  if (!row) return { won: false, current: await readExecutionState(db, claim.executionId) };
-  const { steps: _steps, messages, ...next } = row;
-  const claimed = chain && next.stepExecutionId && next.claimToken && next.attempt !== null ? ({ ...next, executionId: claim.executionId } as StepClaim) : null;
-  return { won: true, version: row.version, messageQueued: Number(messages) > 0, next: claimed };
+  const byExecution = new Map(won.map((row) => [row.executionId, row]));
+  return Promise.all(
+    completions.map(async (completion): Promise<CompleteResult> => {
+      const row = byExecution.get(completion.claim.executionId);
+      if (!row) return { won: false, current: await readExecutionState(db, completion.claim.executionId) };
+      const { messageQueued, ...next } = row;
+      const claimed = chained(completion) && next.stepExecutionId && next.claimToken && next.attempt !== null ? (next as StepClaim) : null;
+      return { won: true, version: row.version, messageQueued, next: claimed };
+    }),
+  );
 }
 
-/** A row of advanceExecution: its version, and the next step's claim when one was asked for. */
-type ChainedClaimRow = Omit<StepClaim, 'executionId' | 'stepExecutionId' | 'claimToken' | 'attempt'> & {
+/**
+ * I5, I6: complete one claimed step and advance its execution: a batch of one
+ * (advanceExecutions), for callers that hold a single claim.
+ */
+export async function advanceExecution(db: DbTx, claim: StepClaim, a: Advance): Promise<CompleteResult> {
+  const [result] = await advanceExecutions(db, [{ claim, advance: a }]);
+  return result!;
+}
+
+/** A row of advanceExecutions: its version, and the next step's claim when one was asked for. */
+type ChainedClaimRow = Omit<StepClaim, 'stepExecutionId' | 'claimToken' | 'attempt'> & {
   stepExecutionId: string | null;
   claimToken: string | null;
   attempt: number | null;
@@ -166,7 +222,7 @@ export async function parkExecution(
     WITH exec AS (
       UPDATE "WorkflowExecution" e
          SET version = e.version + 1, status = 'WAITING', "readyAt" = NULL, "updatedAt" = now()
-       WHERE ${executionStillClaimed(claim)}
+       WHERE ${executionStillClaimed(claimValues(claim))}
       RETURNING e.id, e.version, e."projectId", e."contactId"
     ), match AS (
       SELECT ev.id, ev.name, ev.data, ev."createdAt"
@@ -188,7 +244,7 @@ export async function parkExecution(
              "resolvedBranch" = CASE WHEN match.id IS NOT NULL THEN 'EVENT' END,
              "resumeEventId" = match.id
         FROM exec LEFT JOIN match ON true
-       WHERE ${stepStillClaimed(claim)}
+       WHERE ${stepStillClaimed(claimValues(claim))}
       RETURNING s.id
     )
     SELECT exec.version, match.id AS "eventId", match.name, match.data, match."createdAt"
@@ -220,13 +276,13 @@ export async function failStep(
              "finishedAt" = CASE WHEN ${final} THEN now() END,
              "lastError" = ${opts.error},
              "updatedAt" = now()
-       WHERE ${executionStillClaimed(claim)}
+       WHERE ${executionStillClaimed(claimValues(claim))}
       RETURNING e.id, e.version
     ), step AS (
       UPDATE "StepExecution" s
          SET status = 'FAILED', error = ${opts.error}, "finishedAt" = now(), "leaseExpiresAt" = NULL
         FROM exec
-       WHERE ${stepStillClaimed(claim)}
+       WHERE ${stepStillClaimed(claimValues(claim))}
       RETURNING s.id
     )
     SELECT exec.version FROM exec`;

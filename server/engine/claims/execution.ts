@@ -1,5 +1,5 @@
 import { Prisma, type DbTx } from '../../db';
-import { executionStillClaimed, secondsFromNow, stepRowClaim, stepStillClaimed } from './fragments';
+import { claimValues, executionStillClaimed, secondsFromNow, stepRowClaim, stepStillClaimed } from './fragments';
 import type { Lost, Won } from './index';
 
 // Execution claims, the workers' side: enroll (insert executions), claim a step and keep
@@ -204,13 +204,13 @@ export async function renewLease(db: DbTx, claim: StepClaim, leaseSeconds: numbe
     WITH exec AS (
       UPDATE "WorkflowExecution" e
          SET "readyAt" = ${secondsFromNow(leaseSeconds)}
-       WHERE ${executionStillClaimed(claim, { liveLease: true })}
+       WHERE ${executionStillClaimed(claimValues(claim), { liveLease: true })}
       RETURNING e.id
     )
     UPDATE "StepExecution" s
        SET "leaseExpiresAt" = ${secondsFromNow(leaseSeconds)}
       FROM exec
-     WHERE ${stepStillClaimed(claim, { liveLease: true })}
+     WHERE ${stepStillClaimed(claimValues(claim), { liveLease: true })}
     RETURNING s.id`;
   return rows.length > 0;
 }

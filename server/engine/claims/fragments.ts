@@ -20,13 +20,16 @@ export function secondsFromNow(n: number): Prisma.Sql {
 /**
  * The SET of a move along a transition: to `nextStepId`, RUNNING and due now (or at
  * `readyAt`: the lease of a claim of the next step made in the same statement); or, at
- * the end of the journey (COMPLETED, EXITED), finished where it stands.
+ * the end of the journey (COMPLETED, EXITED), finished where it stands. Status and step are
+ * values (one execution) or a batch's columns.
  */
-export function moveTo(status: string, nextStepId: string, readyAt: Prisma.Sql = Prisma.sql`now()`): Prisma.Sql {
-  return Prisma.sql`status = ${status}::"ExecutionStatus",
-             "currentStepId" = ${nextStepId}::uuid,
-             "readyAt" = CASE WHEN ${status} = 'RUNNING' THEN ${readyAt} END,
-             "finishedAt" = CASE WHEN ${status} = 'RUNNING' THEN NULL ELSE now() END`;
+export function moveTo(status: string | Prisma.Sql, nextStepId: string | Prisma.Sql, readyAt: Prisma.Sql = Prisma.sql`now()`): Prisma.Sql {
+  const to = typeof status === 'string' ? Prisma.sql`${status}` : status;
+  const at = typeof nextStepId === 'string' ? Prisma.sql`${nextStepId}::uuid` : nextStepId;
+  return Prisma.sql`status = ${to}::"ExecutionStatus",
+             "currentStepId" = ${at},
+             "readyAt" = CASE WHEN ${to} = 'RUNNING' THEN ${readyAt} END,
+             "finishedAt" = CASE WHEN ${to} = 'RUNNING' THEN NULL ELSE now() END`;
 }
 
 // ---------------------------------------------------------------------------
@@ -58,13 +61,45 @@ export function stepRowClaim(leaseSeconds: number, owner: string | null, only: P
 // The completion fence (I6): what every write of a claimed step checks.
 
 /**
+ * Where a statement reads a claim from: its bound values (one claim, claimValues) or the
+ * columns of a batch's input rows (batchClaimColumns), so that one fence serves both.
+ */
+export interface ClaimRef {
+  executionId: Prisma.Sql;
+  version: Prisma.Sql;
+  stepId: Prisma.Sql;
+  stepExecutionId: Prisma.Sql;
+  claimToken: Prisma.Sql;
+}
+
+/** One claim, as bound values. */
+export function claimValues(claim: StepClaim): ClaimRef {
+  return {
+    executionId: Prisma.sql`${claim.executionId}::uuid`,
+    version: Prisma.sql`${claim.version}`,
+    stepId: Prisma.sql`${claim.stepId}::uuid`,
+    stepExecutionId: Prisma.sql`${claim.stepExecutionId}::uuid`,
+    claimToken: Prisma.sql`${claim.claimToken}::uuid`,
+  };
+}
+
+/** A batch's claims, as the columns of its input rows `v` (one row per claim, from unnest). */
+export const batchClaimColumns: ClaimRef = {
+  executionId: Prisma.sql`v."executionId"`,
+  version: Prisma.sql`v.version`,
+  stepId: Prisma.sql`v."stepId"`,
+  stepExecutionId: Prisma.sql`v."stepExecutionId"`,
+  claimToken: Prisma.sql`v."claimToken"`,
+};
+
+/**
  * Step row `s` is the claimed attempt: the same row, the same claim token, still RUNNING.
  * With `liveLease`, its lease has not run out either (a lease that ran out belongs to
  * whoever takes the step next).
  */
-export function stepStillClaimed(claim: StepClaim, opts: { liveLease?: boolean } = {}): Prisma.Sql {
+export function stepStillClaimed(claim: ClaimRef, opts: { liveLease?: boolean } = {}): Prisma.Sql {
   const lease = opts.liveLease ? Prisma.sql` AND s."leaseExpiresAt" >= now()` : Prisma.empty;
-  return Prisma.sql`s.id = ${claim.stepExecutionId}::uuid AND s."claimToken" = ${claim.claimToken}::uuid AND s.status = 'RUNNING'${lease}`;
+  return Prisma.sql`s.id = ${claim.stepExecutionId} AND s."claimToken" = ${claim.claimToken} AND s.status = 'RUNNING'${lease}`;
 }
 
 /**
@@ -72,9 +107,9 @@ export function stepStillClaimed(claim: StepClaim, opts: { liveLease?: boolean }
  * re-claim after lease expiry or any other writer fences this one out), RUNNING at the
  * claimed step, and its step row still held with the claim token.
  */
-export function executionStillClaimed(claim: StepClaim, opts: { liveLease?: boolean } = {}): Prisma.Sql {
-  return Prisma.sql`e.id = ${claim.executionId}::uuid AND e.version = ${claim.version}
-         AND e.status = 'RUNNING' AND e."currentStepId" = ${claim.stepId}::uuid
+export function executionStillClaimed(claim: ClaimRef, opts: { liveLease?: boolean } = {}): Prisma.Sql {
+  return Prisma.sql`e.id = ${claim.executionId} AND e.version = ${claim.version}
+         AND e.status = 'RUNNING' AND e."currentStepId" = ${claim.stepId}
          AND EXISTS (SELECT 1 FROM "StepExecution" s WHERE ${stepStillClaimed(claim, opts)})`;
 }
 
