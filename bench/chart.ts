@@ -13,7 +13,6 @@ const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;');
 export function stepsChart(steps: StepsResult, machine: { cores: number; postgres: string; commit: string; at: string; mode: string }): string {
   const series = [
     { name: 'graphile-worker (jobs/s)', color: '#7c3aed', points: steps.peer },
-    { name: 'raw pg, lean', color: '#0891b2', points: steps.rawLean },
     { name: 'raw pg, same SQL', color: '#16a34a', points: steps.raw },
     { name: 'Waypost engine', color: '#dc2626', points: steps.engine },
   ];

@@ -15,6 +15,7 @@ import {
   type StepClaim,
 } from '../server/engine/claims';
 import { runStep } from '../server/engine/steps';
+import { IDLE_QUEUE_POLL_MS } from '../server/engine/worker';
 import { nextStepId, type WorkflowGraph } from '../server/engine/workflow-graph';
 import type { StepType } from '../server/engine/definition';
 import { prepared, recordStatement, type Statement } from './support';
@@ -23,13 +24,9 @@ import { prepared, recordStatement, type Statement } from './support';
 // statements (recorded from server/engine/claims/, so they cannot drift from the engine's) and the
 // same transactions, sent over plain pg as named prepared statements: no Prisma, no
 // lease renewal timers, no logging. What is left is what PostgreSQL needs for a step.
-//
-// --lean drops the polls of empty queues (events) and the wait pass when nothing waits:
-// what the engine would cost with no polling commits while work is queued.
 
 const url = process.env.DATABASE_URL!;
 const concurrency = Number(process.argv[process.argv.indexOf('--concurrency') + 1] || 4);
-const lean = process.argv.includes('--lean');
 /** The workflow whose executions this run drains: the process exits once none is active. */
 const workflowId = process.argv[process.argv.indexOf('--workflow') + 1]!;
 const LEASE = 30;
@@ -125,60 +122,63 @@ async function drive(first: StepClaim[]): Promise<number> {
   return steps;
 }
 
-let waiting = true;
-async function pass(): Promise<number> {
+async function stepsQueue(): Promise<number> {
   const claims = await q<StepClaim>(recordStatement((db) => claimReadySteps(db, { limit: concurrency, leaseSeconds: LEASE, owner, maxAttempts: 3 })));
-  let work = claims.length;
   await drive(claims.filter((c) => c.stepExecutionId));
+  return claims.length;
+}
 
-  if (!lean || waiting) {
-    const client = await pool.connect();
-    let waits: DueWaitClaim[] = [];
-    try {
-      await client.query('BEGIN');
-      statements++;
-      const locked = await q<{ id: string }>(recordStatement((db) => lockDueWaits(db, { limit: concurrency })), client);
-      if (locked.length > 0) {
-        waits = await q<DueWaitClaim>(recordStatement((db) => claimDueWaits(db, { stepExecutionIds: locked.map((r) => r.id) })), client);
-      }
-      await client.query('COMMIT');
-      statements++;
-    } finally {
-      client.release();
+async function waitsQueue(): Promise<number> {
+  const client = await pool.connect();
+  let waits: DueWaitClaim[] = [];
+  try {
+    await client.query('BEGIN');
+    statements++;
+    const locked = await q<{ id: string }>(recordStatement((db) => lockDueWaits(db, { limit: concurrency })), client);
+    if (locked.length > 0) {
+      waits = await q<DueWaitClaim>(recordStatement((db) => claimDueWaits(db, { stepExecutionIds: locked.map((r) => r.id) })), client);
     }
-    work += waits.length;
-    await Promise.all(
-      waits.map(async (w) => {
-        const graph = await graphOf(w.workflowId);
-        const next = nextStepId(graph, w.stepId, w.branch);
-        const [row] = await q<{ version: number }>(
-          recordStatement((db) =>
-            advanceFromWait(db, {
-              executionId: w.executionId,
-              expectedVersion: w.version,
-              stepExecutionId: w.stepExecutionId,
-              waitStepId: w.stepId,
-              nextStepId: next ?? w.stepId,
-              status: next ? 'RUNNING' : 'COMPLETED',
-              contextPatch: {},
-            }),
-          ),
-        );
-        if (!row || !next) return;
-        const [claim] = await q<StepClaim>(
-          recordStatement((db) => claimStep(db, { executionId: w.executionId, expectedVersion: row.version, leaseSeconds: LEASE, owner })),
-        );
-        if (claim?.stepExecutionId) await drive([claim]);
-      }),
-    );
+    await client.query('COMMIT');
+    statements++;
+  } finally {
+    client.release();
   }
+  const claims = await Promise.all(
+    waits.map(async (w) => {
+      const graph = await graphOf(w.workflowId);
+      const next = nextStepId(graph, w.stepId, w.branch);
+      const [row] = await q<{ version: number }>(
+        recordStatement((db) =>
+          advanceFromWait(db, {
+            executionId: w.executionId,
+            expectedVersion: w.version,
+            stepExecutionId: w.stepExecutionId,
+            waitStepId: w.stepId,
+            nextStepId: next ?? w.stepId,
+            status: next ? 'RUNNING' : 'COMPLETED',
+            contextPatch: {},
+          }),
+        ),
+      );
+      if (!row || !next) return null;
+      const [claim] = await q<StepClaim>(
+        recordStatement((db) => claimStep(db, { executionId: w.executionId, expectedVersion: row.version, leaseSeconds: LEASE, owner })),
+      );
+      return claim?.stepExecutionId ? claim : null;
+    }),
+  );
+  await drive(claims.filter((c): c is StepClaim => c !== null));
+  return waits.length;
+}
 
-  if (!lean) work += (await q(recordStatement((db) => claimDueEvents(db, { owner, leaseSeconds: LEASE, limit: concurrency })))).length;
+async function eventsQueue(): Promise<number> {
+  return (await q(recordStatement((db) => claimDueEvents(db, { owner, leaseSeconds: LEASE, limit: concurrency })))).length;
+}
 
+async function messagesQueue(): Promise<number> {
   const messages = await q<{ id: string; version: number }>(
     recordStatement((db) => claimQueuedMessages(db, { owner, leaseSeconds: LEASE, limit: concurrency })),
   );
-  work += messages.length;
   if (messages.length > 0) {
     await q(
       recordStatement((db) =>
@@ -186,7 +186,27 @@ async function pass(): Promise<number> {
       ),
     );
   }
-  return work;
+  return messages.length;
+}
+
+// The engine's pass (server/engine/worker.ts): the queues side by side; a worker busy with
+// steps polls an idle timer or event queue at most every IDLE_QUEUE_POLL_MS.
+let busy = false;
+const polled = { waits: { at: 0, found: true }, events: { at: 0, found: true } };
+async function pass(): Promise<{ work: number; full: boolean }> {
+  const now = Date.now();
+  const due = (queue: { at: number; found: boolean }) => !busy || queue.found || now - queue.at >= IDLE_QUEUE_POLL_MS;
+  const plan = { waits: due(polled.waits), events: due(polled.events) };
+  const [steps, waits, events, messages] = await Promise.all([
+    stepsQueue(),
+    plan.waits ? waitsQueue() : 0,
+    plan.events ? eventsQueue() : 0,
+    messagesQueue(),
+  ]);
+  if (plan.waits) polled.waits = { at: now, found: waits > 0 };
+  if (plan.events) polled.events = { at: now, found: events > 0 };
+  busy = steps > 0;
+  return { work: steps + waits + events + messages, full: plan.waits && plan.events };
 }
 
 async function main(): Promise<void> {
@@ -196,14 +216,13 @@ async function main(): Promise<void> {
   // stdin stays open otherwise, and would keep the process alive after its work is done.
   process.stdin.destroy();
   for (;;) {
-    const work = await pass();
-    if (work > 0) continue;
-    const { rows } = await pool.query<{ active: boolean; waiting: boolean }>(
-      `SELECT EXISTS (SELECT 1 FROM "WorkflowExecution" WHERE "workflowId" = $1 AND status IN ('RUNNING', 'WAITING')) AS active,
-              EXISTS (SELECT 1 FROM "WorkflowExecution" WHERE "workflowId" = $1 AND status = 'WAITING') AS waiting`,
+    const { work, full } = await pass();
+    // Work found, or a queue left out of this pass (the next one polls them all): go again.
+    if (work > 0 || !full) continue;
+    const { rows } = await pool.query<{ active: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM "WorkflowExecution" WHERE "workflowId" = $1 AND status IN ('RUNNING', 'WAITING')) AS active`,
       [workflowId],
     );
-    waiting = rows[0]!.waiting;
     if (!rows[0]!.active) break;
     await new Promise((r) => setTimeout(r, 10));
   }

@@ -24,12 +24,10 @@ export function printTable(results: Record<string, unknown>): string {
   const steps = results.steps as StepsResult | undefined;
   for (const [i, e] of (steps?.engine ?? []).entries()) {
     const raw = steps!.raw[i]!;
-    const lean = steps!.rawLean[i]!;
     const peer = steps!.peer[i]!;
     rows.push([`steps/s, ${e.processes} proc × ${e.concurrency}`, `${e.perSecond}`, `raw ${raw.perSecond}`, x(steps!.ratios[i]!.engineToRaw)]);
-    rows.push([`  … vs raw lean (no idle polls)`, '', `raw-lean ${lean.perSecond}`, x(steps!.ratios[i]!.engineToRawLean)]);
     rows.push([`  … vs graphile-worker jobs/s`, '', `peer ${peer.perSecond}`, x(steps!.ratios[i]!.engineToPeer)]);
-    rows.push([`  commits per step (job)`, `${e.commitsPerItem}`, `raw ${raw.commitsPerItem} / lean ${lean.commitsPerItem} / peer ${peer.commitsPerItem}`, '']);
+    rows.push([`  commits per step (job)`, `${e.commitsPerItem}`, `raw ${raw.commitsPerItem} / peer ${peer.commitsPerItem}`, '']);
     rows.push([`  worker RSS (max)`, `${e.maxRssMb ?? '?'} MB`, '', '']);
   }
   const diagnosis = results.diagnosis as DiagnosisResult | undefined;

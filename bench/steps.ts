@@ -109,10 +109,10 @@ async function engineRound(ctx: BenchContext, projectId: string, contacts: strin
   return { processes: n, concurrency: CONCURRENCY, items: steps, seconds: round(seconds, 2), perSecond: round(steps / seconds), commitsPerItem: round(delta / steps, 2), maxRssMb: maxRss };
 }
 
-async function rawRound(ctx: BenchContext, projectId: string, contacts: string[], n: number, lean: boolean): Promise<Throughput> {
-  const workflowId = await prepareRound(ctx, projectId, contacts, `steps-raw${lean ? '-lean' : ''}-${n}`);
+async function rawRound(ctx: BenchContext, projectId: string, contacts: string[], n: number): Promise<Throughput> {
+  const workflowId = await prepareRound(ctx, projectId, contacts, `steps-raw-${n}`);
   const workers = await spawnMany(n, () =>
-    spawnChild(['--import', 'tsx', 'bench/raw-worker.ts', '--concurrency', String(CONCURRENCY), '--workflow', workflowId, ...(lean ? ['--lean'] : [])], {
+    spawnChild(['--import', 'tsx', 'bench/raw-worker.ts', '--concurrency', String(CONCURRENCY), '--workflow', workflowId], {
       env: { DATABASE_URL: ctx.url },
       marker: 'ready',
     }),
@@ -173,9 +173,8 @@ export interface StepsResult {
   executionsPerRound: number;
   engine: Throughput[];
   raw: Throughput[];
-  rawLean: Throughput[];
   peer: Throughput[];
-  ratios: { processes: number; engineToRaw: number | null; engineToPeer: number | null; engineToRawLean: number | null }[];
+  ratios: { processes: number; engineToRaw: number | null; engineToPeer: number | null }[];
 }
 
 export async function stepsPhase(ctx: BenchContext, projectId: string): Promise<StepsResult> {
@@ -188,27 +187,22 @@ export async function stepsPhase(ctx: BenchContext, projectId: string): Promise<
     executionsPerRound: executions,
     engine: [],
     raw: [],
-    rawLean: [],
     peer: [],
     ratios: [],
   };
   for (const n of PROCESS_COUNTS) {
     const engine = await engineRound(ctx, projectId, contacts, n);
     progress('steps', `engine  ${n} proc x ${CONCURRENCY}: ${engine.perSecond} steps/s (${engine.items} in ${engine.seconds} s, ${engine.commitsPerItem} commits/step, RSS ${engine.maxRssMb} MB)`);
-    const raw = await rawRound(ctx, projectId, contacts, n, false);
+    const raw = await rawRound(ctx, projectId, contacts, n);
     progress('steps', `raw     ${n} proc x ${CONCURRENCY}: ${raw.perSecond} steps/s (${raw.commitsPerItem} commits/step, ${raw.statementsPerItem} statements/step)`);
-    const lean = await rawRound(ctx, projectId, contacts, n, true);
-    progress('steps', `raw-lean ${n} proc x ${CONCURRENCY}: ${lean.perSecond} steps/s (${lean.commitsPerItem} commits/step, ${lean.statementsPerItem} statements/step)`);
     const peer = await peerRound(ctx, jobs, n);
     progress('steps', `peer    ${n} proc x ${CONCURRENCY}: ${peer.perSecond} jobs/s (${peer.items} in ${peer.seconds} s, ${peer.commitsPerItem} commits/job)`);
     result.engine.push(engine);
     result.raw.push(raw);
-    result.rawLean.push(lean);
     result.peer.push(peer);
     result.ratios.push({
       processes: n,
       engineToRaw: ratio(engine.perSecond, raw.perSecond),
-      engineToRawLean: ratio(engine.perSecond, lean.perSecond),
       engineToPeer: ratio(engine.perSecond, peer.perSecond),
     });
   }
