@@ -11,6 +11,7 @@ async function main(): Promise<void> {
   await new Promise<void>((resolve) => process.stdin.once('data', () => resolve()));
   // stdin stays open otherwise, and would keep the process alive after its work is done.
   process.stdin.destroy();
+  const cpuAtGo = process.cpuUsage();
   await runOnce({
     connectionString: process.env.DATABASE_URL!,
     concurrency,
@@ -22,6 +23,8 @@ async function main(): Promise<void> {
       },
     },
   });
+  const cpu = process.cpuUsage(cpuAtGo);
+  process.stdout.write(`result ${JSON.stringify({ cpuSeconds: (cpu.user + cpu.system) / 1e6 })}\n`);
 }
 
 main().catch((error) => {

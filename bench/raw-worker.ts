@@ -215,6 +215,7 @@ async function main(): Promise<void> {
   await new Promise<void>((resolve) => process.stdin.once('data', () => resolve()));
   // stdin stays open otherwise, and would keep the process alive after its work is done.
   process.stdin.destroy();
+  const cpuAtGo = process.cpuUsage();
   for (;;) {
     const { work, full } = await pass();
     // Work found, or a queue left out of this pass (the next one polls them all): go again.
@@ -226,7 +227,8 @@ async function main(): Promise<void> {
     if (!rows[0]!.active) break;
     await new Promise((r) => setTimeout(r, 10));
   }
-  process.stdout.write(`result ${JSON.stringify({ statements })}\n`);
+  const cpu = process.cpuUsage(cpuAtGo);
+  process.stdout.write(`result ${JSON.stringify({ statements, cpuSeconds: (cpu.user + cpu.system) / 1e6 })}\n`);
   await pool.end();
 }
 

@@ -1,6 +1,8 @@
 import { runMigrations } from 'graphile-worker';
 import {
+  backendCpu,
   commits,
+  cpuSeconds,
   progress,
   ratio,
   round,
@@ -29,6 +31,22 @@ export interface Throughput {
   commitsPerItem: number;
   statementsPerItem?: number;
   maxRssMb?: number | null;
+  /**
+   * CPU milliseconds per step (job): the worker processes', and their PostgreSQL
+   * backends' (null when the server is on another host). Unlike a rate, this hardly moves
+   * when something else loads the machine.
+   */
+  cpuMsPerItem?: { worker: number | null; postgres: number | null };
+}
+
+/** CPU milliseconds per item, or null. */
+function perItem(seconds: number | null, items: number): number | null {
+  return seconds === null ? null : round((seconds * 1000) / items, 3);
+}
+
+async function sumCpu(pids: number[]): Promise<number | null> {
+  const each = await Promise.all(pids.map(cpuSeconds));
+  return each.some((c) => c === null) ? null : each.reduce((a: number, c) => a + c!, 0);
 }
 
 const POLL_MS = 100;
@@ -51,6 +69,13 @@ async function drain(left: () => Promise<number>, pids: number[], exited?: Promi
     if (Date.now() > deadline) throw new Error('the phase did not finish in 15 minutes');
     await sleep(POLL_MS);
   }
+}
+
+/** The same database as `url`, its connections named `name` in pg_stat_activity. */
+function withApplicationName(url: string, name: string): string {
+  const u = new URL(url);
+  u.searchParams.set('application_name', name);
+  return u.toString();
 }
 
 /** Start n children at once (each waits for its own ready line); if one fails, stop the others. */
@@ -96,17 +121,31 @@ async function engineRound(ctx: BenchContext, projectId: string, contacts: strin
       marker: 'worker started',
     }),
   );
+  const pids = workers.map((w) => w.child.pid!);
   const before = await commits(ctx.pool);
+  const cpuBefore = await sumCpu(pids);
+  const backends = backendCpu(ctx.pool, ['waypost-worker']);
   const t0 = performance.now();
   await release(ctx.db, workflowId);
-  const { polls, maxRss } = await drain(() => remaining(ctx.db, workflowId), workers.map((w) => w.child.pid!));
+  const { polls, maxRss } = await drain(() => remaining(ctx.db, workflowId), pids);
   const seconds = (performance.now() - t0) / 1000;
+  const cpuAfter = await sumCpu(pids);
+  const postgresCpu = await backends.stop();
   await Promise.all(workers.map((w) => stopChild(w)));
   await sleep(200);
   const steps = await finishedSteps(ctx.db, workflowId);
   if (steps !== contacts.length * STEPS_PER_EXECUTION) throw new Error(`engine ran ${steps} steps, expected ${contacts.length * STEPS_PER_EXECUTION}`);
   const delta = (await commits(ctx.pool)) - before - 2 * polls - 2;
-  return { processes: n, concurrency: CONCURRENCY, items: steps, seconds: round(seconds, 2), perSecond: round(steps / seconds), commitsPerItem: round(delta / steps, 2), maxRssMb: maxRss };
+  return {
+    processes: n,
+    concurrency: CONCURRENCY,
+    items: steps,
+    seconds: round(seconds, 2),
+    perSecond: round(steps / seconds),
+    commitsPerItem: round(delta / steps, 2),
+    maxRssMb: maxRss,
+    cpuMsPerItem: { worker: perItem(cpuBefore !== null && cpuAfter !== null ? cpuAfter - cpuBefore : null, steps), postgres: perItem(postgresCpu, steps) },
+  };
 }
 
 async function rawRound(ctx: BenchContext, projectId: string, contacts: string[], n: number): Promise<Throughput> {
@@ -119,10 +158,12 @@ async function rawRound(ctx: BenchContext, projectId: string, contacts: string[]
   );
   await release(ctx.db, workflowId);
   const before = await commits(ctx.pool);
+  const backends = backendCpu(ctx.pool, ['waypost-bench-raw']);
   const t0 = performance.now();
   for (const w of workers) w.child.stdin!.write('go\n');
   const codes = await allExited(workers);
   const seconds = (performance.now() - t0) / 1000;
+  const postgresCpu = await backends.stop();
   if (codes.some((c) => c !== 0)) throw new Error(`a raw worker failed:\n${workers.map((w) => w.output()).join('\n')}`);
   if ((await remaining(ctx.db, workflowId)) !== 0) throw new Error('the raw workers left work behind');
   await sleep(200);
@@ -130,6 +171,7 @@ async function rawRound(ctx: BenchContext, projectId: string, contacts: string[]
   if (steps !== contacts.length * STEPS_PER_EXECUTION) throw new Error(`raw baseline ran ${steps} steps, expected ${contacts.length * STEPS_PER_EXECUTION}`);
   const delta = (await commits(ctx.pool)) - before - 1;
   const statements = workers.reduce((sum, w) => sum + (w.result()?.statements ?? 0), 0);
+  const workerCpu = workers.reduce((sum, w) => sum + (w.result()?.cpuSeconds ?? 0), 0);
   return {
     processes: n,
     concurrency: CONCURRENCY,
@@ -138,6 +180,7 @@ async function rawRound(ctx: BenchContext, projectId: string, contacts: string[]
     perSecond: round(steps / seconds),
     commitsPerItem: round(delta / steps, 2),
     statementsPerItem: round(statements / steps, 2),
+    cpuMsPerItem: { worker: perItem(workerCpu, steps), postgres: perItem(postgresCpu, steps) },
   };
 }
 
@@ -151,21 +194,32 @@ async function peerRound(ctx: BenchContext, jobs: number, n: number): Promise<Th
     $$ language plpgsql;`);
   const workers = await spawnMany(n, () =>
     spawnChild(['--import', 'tsx', 'bench/peer-worker.ts', '--concurrency', String(CONCURRENCY)], {
-      env: { DATABASE_URL: ctx.url, NO_LOG_SUCCESS: '1' },
+      env: { DATABASE_URL: withApplicationName(ctx.url, 'waypost-bench-peer'), NO_LOG_SUCCESS: '1' },
       marker: 'ready',
     }),
   );
   const before = await commits(ctx.pool);
+  const backends = backendCpu(ctx.pool, ['waypost-bench-peer']);
   const t0 = performance.now();
   for (const w of workers) w.child.stdin!.write('go\n');
   const codes = await allExited(workers);
   const seconds = (performance.now() - t0) / 1000;
+  const postgresCpu = await backends.stop();
   if (codes.some((c) => c !== 0)) throw new Error(`a graphile-worker process failed:\n${workers.map((w) => w.output()).join('\n')}`);
   const { rows } = await ctx.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM graphile_worker._private_jobs');
   if (rows[0]!.n !== 0) throw new Error(`graphile-worker left ${rows[0]!.n} jobs`);
   await sleep(200);
   const delta = (await commits(ctx.pool)) - before - 2;
-  return { processes: n, concurrency: CONCURRENCY, items: jobs, seconds: round(seconds, 2), perSecond: round(jobs / seconds), commitsPerItem: round(delta / jobs, 2) };
+  const workerCpu = workers.reduce((sum, w) => sum + (w.result()?.cpuSeconds ?? 0), 0);
+  return {
+    processes: n,
+    concurrency: CONCURRENCY,
+    items: jobs,
+    seconds: round(seconds, 2),
+    perSecond: round(jobs / seconds),
+    commitsPerItem: round(delta / jobs, 2),
+    cpuMsPerItem: { worker: perItem(workerCpu, jobs), postgres: perItem(postgresCpu, jobs) },
+  };
 }
 
 export interface StepsResult {
@@ -176,6 +230,8 @@ export interface StepsResult {
   peer: Throughput[];
   ratios: { processes: number; engineToRaw: number | null; engineToPeer: number | null }[];
 }
+
+const cpuText = (t: Throughput) => `CPU ms/item: worker ${t.cpuMsPerItem?.worker ?? '?'}, postgres ${t.cpuMsPerItem?.postgres ?? '?'}`;
 
 export async function stepsPhase(ctx: BenchContext, projectId: string): Promise<StepsResult> {
   const executions = ctx.options.quick ? 120 : 2000;
@@ -192,11 +248,11 @@ export async function stepsPhase(ctx: BenchContext, projectId: string): Promise<
   };
   for (const n of PROCESS_COUNTS) {
     const engine = await engineRound(ctx, projectId, contacts, n);
-    progress('steps', `engine  ${n} proc x ${CONCURRENCY}: ${engine.perSecond} steps/s (${engine.items} in ${engine.seconds} s, ${engine.commitsPerItem} commits/step, RSS ${engine.maxRssMb} MB)`);
+    progress('steps', `engine  ${n} proc x ${CONCURRENCY}: ${engine.perSecond} steps/s (${engine.items} in ${engine.seconds} s, ${engine.commitsPerItem} commits/step, ${cpuText(engine)}, RSS ${engine.maxRssMb} MB)`);
     const raw = await rawRound(ctx, projectId, contacts, n);
-    progress('steps', `raw     ${n} proc x ${CONCURRENCY}: ${raw.perSecond} steps/s (${raw.commitsPerItem} commits/step, ${raw.statementsPerItem} statements/step)`);
+    progress('steps', `raw     ${n} proc x ${CONCURRENCY}: ${raw.perSecond} steps/s (${raw.commitsPerItem} commits/step, ${raw.statementsPerItem} statements/step, ${cpuText(raw)})`);
     const peer = await peerRound(ctx, jobs, n);
-    progress('steps', `peer    ${n} proc x ${CONCURRENCY}: ${peer.perSecond} jobs/s (${peer.items} in ${peer.seconds} s, ${peer.commitsPerItem} commits/job)`);
+    progress('steps', `peer    ${n} proc x ${CONCURRENCY}: ${peer.perSecond} jobs/s (${peer.items} in ${peer.seconds} s, ${peer.commitsPerItem} commits/job, ${cpuText(peer)})`);
     result.engine.push(engine);
     result.raw.push(raw);
     result.peer.push(peer);

@@ -160,6 +160,55 @@ export async function rssMb(pid: number): Promise<number | null> {
   }
 }
 
+/** CPU seconds (user + system) a process has used so far, from /proc; null where it cannot be read (gone, another host). */
+export async function cpuSeconds(pid: number): Promise<number | null> {
+  try {
+    const { readFile } = await import('node:fs/promises');
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces), from field 3 on: utime is the 14th field, stime the 15th.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  } catch {
+    return null;
+  }
+}
+/** Linux's USER_HZ, the unit of /proc's CPU times (100 on every mainstream kernel). */
+const CLOCK_TICKS = 100;
+
+/**
+ * The CPU the PostgreSQL backends serving one kind of client spend during a round: the
+ * backends are found by application_name and their /proc read every 100 ms, so a
+ * connection opened during the round counts too. Null when the server is on another host.
+ */
+export function backendCpu(pool: pg.Pool, applicationNames: string[]): { stop(): Promise<number | null> } {
+  const first = new Map<number, number>();
+  const last = new Map<number, number>();
+  const sample = async () => {
+    const { rows } = await pool.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = ANY($1)', [applicationNames]);
+    for (const { pid } of rows) {
+      const cpu = await cpuSeconds(pid);
+      if (cpu === null) continue;
+      if (!first.has(pid)) first.set(pid, cpu);
+      last.set(pid, cpu);
+    }
+  };
+  let running = sample().catch(() => {});
+  const timer = setInterval(() => {
+    running = running.then(sample).catch(() => {});
+  }, 100);
+  return {
+    async stop() {
+      clearInterval(timer);
+      await running;
+      await sample().catch(() => {});
+      if (last.size === 0) return null;
+      let total = 0;
+      for (const [pid, cpu] of last) total += cpu - (first.get(pid) ?? cpu);
+      return total;
+    },
+  };
+}
+
 // ---------------------------------------------------------------------------
 // The engine's SQL over plain pg
 
