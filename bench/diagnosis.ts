@@ -6,7 +6,7 @@ import { closeDb, createDb } from '../server/db';
 import { createEngineContext } from '../server/engine/context';
 import { runWorkerOnce } from '../server/engine/worker';
 import { claimDueEvents, claimQueuedMessages, claimReadySteps, lockDueWaits } from '../server/engine/claims';
-import { appOf, commits, percentile, progress, recordStatement, round, sleep, spawnChild, stopChild, type BenchContext } from './support';
+import { appOf, commits, cpuSeconds, percentile, progress, recordStatement, round, sleep, spawnChild, stopChild, type BenchContext } from './support';
 import { enrollAll, finishedSteps, holdBack, newWorkflow, release, remaining, seedContacts, stepsWorkflow } from './workload';
 
 // What bounds the engine: statements and transactions per step (counted on the wire of
@@ -126,11 +126,6 @@ function cpuByPackage(dir: string): Record<string, number> {
   return Object.fromEntries(shares.sort((a, b) => b[1] - a[1]).slice(0, 12));
 }
 
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
 async function profileWorker(ctx: BenchContext, projectId: string, contacts: string[]) {
   const workflowId = await newWorkflow(ctx.db, projectId, stepsWorkflow('diagnosis-profile'));
   await enrollAll(ctx.db, projectId, workflowId, contacts);
@@ -140,12 +135,12 @@ async function profileWorker(ctx: BenchContext, projectId: string, contacts: str
     env: { DATABASE_URL: ctx.url },
     marker: 'worker started',
   });
-  const cpu0 = cpuSeconds(worker.child.pid!);
+  const cpu0 = (await cpuSeconds(worker.child.pid!)) ?? 0;
   const t0 = performance.now();
   await release(ctx.db, workflowId);
   while ((await remaining(ctx.db, workflowId)) > 0) await sleep(100);
   const seconds = (performance.now() - t0) / 1000;
-  const cpu = cpuSeconds(worker.child.pid!) - cpu0;
+  const cpu = ((await cpuSeconds(worker.child.pid!)) ?? 0) - cpu0;
   await stopChild(worker);
   const steps = await finishedSteps(ctx.db, workflowId);
   const byPackage = cpuByPackage(dir);
