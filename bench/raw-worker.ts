@@ -6,7 +6,6 @@ import {
   claimDueWaits,
   claimQueuedMessages,
   claimReadySteps,
-  claimStep,
   lockDueWaits,
   parkExecution,
   recordDeliveries,
@@ -147,7 +146,7 @@ async function waitsQueue(): Promise<number> {
     waits.map(async (w) => {
       const graph = await graphOf(w.workflowId);
       const next = nextStepId(graph, w.stepId, w.branch);
-      const [row] = await q<{ version: number }>(
+      const [row] = await q<StepClaim & { stepExecutionId: string | null }>(
         recordStatement((db) =>
           advanceFromWait(db, {
             executionId: w.executionId,
@@ -157,14 +156,11 @@ async function waitsQueue(): Promise<number> {
             nextStepId: next ?? w.stepId,
             status: next ? 'RUNNING' : 'COMPLETED',
             contextPatch: {},
+            claimNext: { leaseSeconds: LEASE, owner },
           }),
         ),
       );
-      if (!row || !next) return null;
-      const [claim] = await q<StepClaim>(
-        recordStatement((db) => claimStep(db, { executionId: w.executionId, expectedVersion: row.version, leaseSeconds: LEASE, owner })),
-      );
-      return claim?.stepExecutionId ? claim : null;
+      return row?.stepExecutionId ? row : null;
     }),
   );
   await drive(claims.filter((c): c is StepClaim => c !== null));

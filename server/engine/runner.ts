@@ -245,12 +245,16 @@ export type ResumeResult =
   | { resumed: false; reason: 'NOT_WAITING'; state: WaitState | null };
 
 
-/** Advance past a claimed wait along its branch (the continuation). */
+/**
+ * Advance past a claimed wait along its branch (the continuation). With `claimNext`, a
+ * worker also claims the step that follows in the same statement (`next`).
+ */
 export async function continueAfterWait(
   ctx: EngineContext,
   wait: Pick<WaitClaim, 'executionId' | 'version' | 'stepExecutionId' | 'stepId' | 'workflowId' | 'branch'>,
   contextPatch: Record<string, unknown> = {},
-): Promise<{ won: boolean; version: number | null; running: boolean }> {
+  opts: { claimNext?: boolean } = {},
+): Promise<{ won: boolean; version: number | null; running: boolean; next: StepClaim | null }> {
   const graph = await loadWorkflowGraph(ctx.db, wait.workflowId);
   const next = nextStepId(graph, wait.stepId, wait.branch);
   const result = await advanceFromWait(ctx.db, {
@@ -261,9 +265,10 @@ export async function continueAfterWait(
     nextStepId: next ?? wait.stepId,
     status: next ? 'RUNNING' : 'COMPLETED',
     contextPatch,
+    claimNext: opts.claimNext ? { leaseSeconds: ctx.config.leaseSeconds, owner: ctx.owner } : null,
   });
-  if (!result.won) return { won: false, version: null, running: false };
-  return { won: true, version: result.version, running: next !== null };
+  if (!result.won) return { won: false, version: null, running: false, next: null };
+  return { won: true, version: result.version, running: next !== null, next: result.next };
 }
 
 /**
@@ -331,8 +336,9 @@ export async function processDueWaits(ctx: EngineContext, limit: number): Promis
   await Promise.all(
     waits.map(async (wait) => {
       try {
-        const advanced = await continueAfterWait(ctx, wait, wait.resumeEvent ? eventContextPatch(wait.resumeEvent) : {});
-        if (advanced.running && advanced.version !== null) await continueRunning(ctx, wait.executionId, advanced.version);
+        // The step after the wait is claimed with the advance: one statement, not two.
+        const advanced = await continueAfterWait(ctx, wait, wait.resumeEvent ? eventContextPatch(wait.resumeEvent) : {}, { claimNext: true });
+        if (advanced.next) await driveExecution(ctx, advanced.next);
       } catch (error) {
         // The wait stays claimed; the continuation sweeper re-drives it.
         ctx.log('error', 'advancing a resolved wait failed', { executionId: wait.executionId, error: errorText(error) });

@@ -65,12 +65,16 @@ export const IDLE_QUEUE_POLL_MS = 250;
  * sweep after them. The queues a plan leaves out are not polled.
  */
 export async function runPass(ctx: EngineContext, opts: WorkerOptions, plan: PassPlan = EVERY_QUEUE): Promise<PassCounts> {
-  const [steps, waits, events, messages] = await Promise.all([
+  // Every queue settles before the pass ends, even when one fails: a pass never overlaps the next.
+  const settled = await Promise.allSettled([
     processReadySteps(ctx, opts.concurrency),
     plan.waits ? processDueWaits(ctx, opts.concurrency) : 0,
     plan.events ? processDueEvents(ctx, opts.concurrency) : 0,
     deliverQueuedMessages(ctx, { from: opts.from, limit: opts.concurrency }),
   ]);
+  const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (failed) throw failed.reason;
+  const [steps, waits, events, messages] = settled.map((s) => (s as PromiseFulfilledResult<number>).value) as [number, number, number, number];
   const continuations = plan.continuations ? await processPendingContinuations(ctx, opts.concurrency) : 0;
   return { steps, waits, events, messages, continuations };
 }
