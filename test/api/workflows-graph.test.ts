@@ -169,6 +169,9 @@ describe('the graph\'s stuck counts stay index scans as executions grow', () => 
 
   it("stuck items per (reason, workflow, step): each stuck predicate's own index", async () => {
     const plan = await explain(big.db, stuckCountsQuery({ projectId: projects[0]!, graceSeconds: 0 }));
-    expectIndexDriven(plan);
+    // This fixture has no events or emails: PostgreSQL reads their empty tables whole
+    // (test/repair/stuck-explain.test.ts covers those predicates with rows in them).
+    const scanned = planNodes(plan).filter((n) => n['Node Type'] === 'Seq Scan' && ['WorkflowExecution', 'StepExecution'].includes(n['Relation Name'] ?? ''));
+    expect(scanned, shapeOf(plan)).toEqual([]);
   });
 });
