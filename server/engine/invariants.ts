@@ -270,31 +270,25 @@ export const INVARIANTS: readonly InvariantCheck[] = [
                                WHERE a."projectId" = e."projectId" AND a."targetId" = e.id::text
                                  AND a.action = 'repair.CANCEL' AND a.outcome = 'APPLIED'))
           +
-          (SELECT count(*) FROM "StepExecution" w
-             JOIN "WorkflowStep" ws ON ws.id = w."stepId"
-             JOIN "WorkflowExecution" e ON e.id = w."executionId" ${inProject(Prisma.sql`e."projectId"`, p)}
-            WHERE w."resolvedBy" = 'OPERATOR'
-              AND NOT EXISTS (SELECT 1 FROM "AuditEntry" a
-                               WHERE a."projectId" = e."projectId" AND a."targetId" = e.id::text AND a.outcome = 'APPLIED'
-                                 AND ${resolutionOf(Prisma.sql`w`, Prisma.sql`ws`)}
-                                 AND (a.action <> 'waits.resolve' OR a.after->>'resolvedBy' = 'OPERATOR')))
-          +
-          (SELECT count(*) FROM "StepExecution" s
+          -- The step rows an operator changed, in one pass over the step rows: resolved a
+          -- wait; skipped a step; reset it for a retry (only retryStep puts a row back to PENDING).
+          (SELECT count(*) FILTER (WHERE s."resolvedBy" = 'OPERATOR'
+                    AND NOT EXISTS (SELECT 1 FROM "AuditEntry" a
+                                     WHERE a."projectId" = e."projectId" AND a."targetId" = e.id::text AND a.outcome = 'APPLIED'
+                                       AND ${resolutionOf(Prisma.sql`s`, Prisma.sql`ws`)}
+                                       AND (a.action <> 'waits.resolve' OR a.after->>'resolvedBy' = 'OPERATOR')))
+                + count(*) FILTER (WHERE s.status = 'SKIPPED' AND s.output ? 'skipped'
+                    AND NOT EXISTS (SELECT 1 FROM "AuditEntry" a
+                                     WHERE a."projectId" = e."projectId" AND a."targetId" = e.id::text AND a.outcome = 'APPLIED'
+                                       AND a.action = 'repair.SKIP_STEP' AND ${namesStep(Prisma.sql`s`, Prisma.sql`ws`)}))
+                + count(*) FILTER (WHERE s.status = 'PENDING'
+                    AND NOT EXISTS (SELECT 1 FROM "AuditEntry" a
+                                     WHERE a."projectId" = e."projectId" AND a."targetId" = e.id::text AND a.outcome = 'APPLIED'
+                                       AND a.action = 'repair.RETRY_STEP' AND ${namesStep(Prisma.sql`s`, Prisma.sql`ws`)}))
+             FROM "StepExecution" s
              JOIN "WorkflowStep" ws ON ws.id = s."stepId"
              JOIN "WorkflowExecution" e ON e.id = s."executionId" ${inProject(Prisma.sql`e."projectId"`, p)}
-            WHERE s.status = 'SKIPPED' AND s.output ? 'skipped'
-              AND NOT EXISTS (SELECT 1 FROM "AuditEntry" a
-                               WHERE a."projectId" = e."projectId" AND a."targetId" = e.id::text AND a.outcome = 'APPLIED'
-                                 AND a.action = 'repair.SKIP_STEP' AND ${namesStep(Prisma.sql`s`, Prisma.sql`ws`)}))
-          +
-          -- Only an operator's retry puts a step row back to PENDING (retryStep).
-          (SELECT count(*) FROM "StepExecution" s
-             JOIN "WorkflowStep" ws ON ws.id = s."stepId"
-             JOIN "WorkflowExecution" e ON e.id = s."executionId" ${inProject(Prisma.sql`e."projectId"`, p)}
-            WHERE s.status = 'PENDING'
-              AND NOT EXISTS (SELECT 1 FROM "AuditEntry" a
-                               WHERE a."projectId" = e."projectId" AND a."targetId" = e.id::text AND a.outcome = 'APPLIED'
-                                 AND a.action = 'repair.RETRY_STEP' AND ${namesStep(Prisma.sql`s`, Prisma.sql`ws`)}))
+            WHERE s."resolvedBy" = 'OPERATOR' OR s.status IN ('SKIPPED', 'PENDING'))
           +
           (SELECT count(*) FROM "Message" m
             WHERE m.status = 'ABANDONED' ${inProject(Prisma.sql`m."projectId"`, p)}
