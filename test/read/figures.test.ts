@@ -93,6 +93,7 @@ describe('console figures', () => {
     expect(c.runs).toBe(3);
   });
 
+  // Guard: refreshFigure's claim (computedAt = the one seen, no live claim). Without it all six compute.
   it('single flight: of six processes that find the same figure stale, exactly one computes it', async () => {
     const key = newKey();
     const c = countingCompute(20);
