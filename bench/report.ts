@@ -54,6 +54,10 @@ export function printTable(results: Record<string, unknown>): string {
     for (const q of consoleResult.queries) {
       rows.push([`  ${q.name}`, `${q.p50Ms} / ${q.p95Ms}`, q.seqScans.length ? `SEQ SCAN ${q.seqScans.join(', ')}` : 'no seq scan', q.p95Ms > q.targetMs ? `> ${q.targetMs} ms` : '']);
     }
+    // The price of the figures the reads above serve stored: paid by each background refresh.
+    for (const f of consoleResult.figureRecomputes ?? []) {
+      rows.push([`  figure ${f.figure}: full recompute (twice)`, `${f.costMs.join(' / ')}`, f.seqScans.length ? `SEQ SCAN ${f.seqScans.join(', ')}` : 'no seq scan', 'background']);
+    }
   }
   return `\n${table(rows)}\n\n`;
 }

@@ -21,6 +21,9 @@ test('overview: every invariant holds on the seeded demo and its workflows are l
     await expect(invariants.getByTestId(`invariant-${id}`)).toContainText('0 violations');
   }
   await expect(invariants.getByText(`All ${INVARIANT_IDS.length} hold`)).toBeVisible();
+  // A small project's counts are counted for each read: never marked "as of" a past counting.
+  await expect(invariants.getByText(/^checked /)).toBeVisible();
+  await expect(page.getByTestId('figures-as-of')).toHaveCount(0);
 
   // The seeded incident: the failed execution and the dead-lettered event wait for an
   // operator; nothing else is stuck on a freshly seeded demo.

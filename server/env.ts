@@ -43,6 +43,12 @@ export const envSchema = z.object({
   LEASE_SECONDS: int(30, 1, 3600),
   /** How long a state may linger before the console calls it stuck. */
   STUCK_GRACE_SECONDS: int(120, 0, 86400),
+  /**
+   * The console's counts over a whole project (server/read/figures.ts) are computed for
+   * each read while that takes at most this many milliseconds; beyond it they are served
+   * as last computed, marked "as of", and refreshed in the background.
+   */
+  CONSOLE_FIGURES_LIVE_MS: int(50, 0, 3_600_000),
   /** Attempts before a tracked event is dead-lettered. */
   EVENT_MAX_ATTEMPTS: int(8, 1, 100),
   /** smtp:// or smtps:// URL; unset: messages are delivered to the log/DB transport. */

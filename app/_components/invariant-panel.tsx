@@ -28,7 +28,7 @@ export function InvariantPanel() {
           </span>
         ))
       }
-      aside={data && <Freshness updatedAt={dataUpdatedAt} fetching={isFetching} />}
+      aside={data && <Freshness updatedAt={dataUpdatedAt} fetching={isFetching} asOf={data[0]?.asOf} />}
     >
       {error && <LoadError what="the invariants" message={error.message} />}
       {data && (

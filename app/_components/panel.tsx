@@ -29,12 +29,29 @@ export function Panel({
 }
 
 /** When the shown data was read; refreshed data shows a pulse while in flight. */
-export function Freshness({ updatedAt, fetching }: { updatedAt: number; fetching: boolean }) {
+/**
+ * When a panel's data was read. `asOf` (a large project's counts, served as last computed:
+ * server/read/figures.ts) says when they were counted instead, so a stored count never
+ * passes for a live one; the server recounts them in the background and the next
+ * refresh shows the new figures.
+ */
+export function Freshness({ updatedAt, fetching, asOf }: { updatedAt: number; fetching: boolean; asOf?: Date | null }) {
   return (
     <span className="flex items-center gap-1.5 tabular-nums">
-      <span className={`size-1.5 rounded-full ${fetching ? 'animate-pulse bg-sky-500' : 'bg-zinc-300'}`} aria-hidden />
+      <span className={`size-1.5 rounded-full ${fetching ? 'animate-pulse bg-sky-500' : asOf ? 'bg-amber-400' : 'bg-zinc-300'}`} aria-hidden />
       {/* Server and browser may format the time in different zones; the browser's wins. */}
-      <span suppressHydrationWarning>checked {new Date(updatedAt).toLocaleTimeString()}</span>
+      {asOf ? (
+        <span
+          suppressHydrationWarning
+          data-testid="figures-as-of"
+          className="text-amber-800"
+          title={`Counted at ${asOf.toLocaleTimeString()}, not live: this project is too large to count on every refresh, so the counts are recounted in the background and update by themselves (checked ${new Date(updatedAt).toLocaleTimeString()}).`}
+        >
+          as of {asOf.toLocaleTimeString()}
+        </span>
+      ) : (
+        <span suppressHydrationWarning>checked {new Date(updatedAt).toLocaleTimeString()}</span>
+      )}
     </span>
   );
 }

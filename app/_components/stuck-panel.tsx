@@ -16,7 +16,8 @@ function listHref(reason: StuckReason): string {
 /**
  * What is not moving, and why (DESIGN.md section 5), live: each stuck reason with its
  * count, what it means, and whether the workers clear it by themselves or it waits for
- * an operator. The counts are the same predicates repair.stuck lists.
+ * an operator. The counts are the same predicates repair.stuck lists ("as of" when the
+ * project is too large to count on every refresh).
  */
 export function StuckPanel() {
   const trpc = useTRPC();
@@ -43,7 +44,7 @@ export function StuckPanel() {
       }
       aside={
         <>
-          {data && <Freshness updatedAt={dataUpdatedAt} fetching={isFetching} />}
+          {data && <Freshness updatedAt={dataUpdatedAt} fetching={isFetching} asOf={data.asOf} />}
           <Link href="/stuck" className="font-medium text-sky-700 hover:underline">
             Grouped by cause →
           </Link>

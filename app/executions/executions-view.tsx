@@ -194,6 +194,12 @@ export function ExecutionsView({ executionReasons, role }: { executionReasons: S
         {stats.data && (
           <span className="tabular-nums" title="The status and stuck counts above are of the whole project (or the chosen workflow), whatever the other filters">
             {stats.data.total.toLocaleString()} executions in {workflowId ? 'this workflow' : 'the project'}
+            {stats.data.asOf && (
+              <span suppressHydrationWarning data-testid="figures-as-of" className="text-amber-800">
+                {' '}
+                (counts as of {stats.data.asOf.toLocaleTimeString()})
+              </span>
+            )}
           </span>
         )}
         {held.arrived > 0 && (

@@ -108,7 +108,7 @@ export function StuckView({ role }: { role: Role }) {
           {groups.data && (
             <span className="text-zinc-400">· a state counts as stuck after {groups.data.graceSeconds} s</span>
           )}
-          <span className="ml-auto">{groups.data && <Freshness updatedAt={groups.dataUpdatedAt} fetching={groups.isFetching} />}</span>
+          <span className="ml-auto">{groups.data && <Freshness updatedAt={groups.dataUpdatedAt} fetching={groups.isFetching} asOf={groups.data.asOf} />}</span>
         </div>
         <LoadState what="the stuck groups" loading="Loading what is stuck…" error={groups.error} pending={groups.isPending} />
         {groups.data && groups.data.groups.length === 0 && (

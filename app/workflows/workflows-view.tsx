@@ -108,7 +108,7 @@ export function WorkflowsView({ mayWrite }: { mayWrite: boolean }) {
       title="Workflows"
       labelledBy="workflows-heading"
       summary={data && <span className="text-xs text-zinc-500">{data.length.toLocaleString()}</span>}
-      aside={data && <Freshness updatedAt={dataUpdatedAt} fetching={isFetching} />}
+      aside={data && <Freshness updatedAt={dataUpdatedAt} fetching={isFetching} asOf={data[0]?.countsAsOf} />}
     >
       {error && <LoadError what="the workflows" message={error.message} />}
       {isPending && (

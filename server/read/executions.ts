@@ -1,7 +1,8 @@
 import { Prisma, type DbTx } from '../db';
 import { DEFAULT_ENGINE_CONFIG } from '../engine/context';
-import { countStuck, EVENT_REASONS, STUCK_REASONS, stuckExecutionFilter, stuckQuery, type StuckItem, type StuckReason, type StuckScope } from '../repair/stuck';
+import { EVENT_REASONS, STUCK_REASONS, stuckByReason, stuckExecutionFilter, stuckQuery, type StuckItem, type StuckReason, type StuckScope } from '../repair/stuck';
 import { actorLabels } from './actors';
+import { projectCountsFigure } from './console-figures';
 import type { KeysetPosition } from './cursor';
 import { directionOf, keysetClause, twoWayPage, type TwoWayPage } from './keyset';
 
@@ -328,17 +329,16 @@ export async function executionDetail(db: DbTx, s: StuckScope, id: string) {
 // ---------------------------------------------------------------------------
 // Counts
 
-/** How many executions are in each status, and how many items are stuck for each reason. */
+/**
+ * How many executions are in each status, and how many items are stuck for each reason:
+ * the project's counts figure (server/read/console-figures.ts), narrowed to the workflow
+ * when one is given. `asOf` null: counted for this read; else when they were counted.
+ */
 export async function executionStats(db: DbTx, s: StuckScope) {
-  const [groups, byStuckReason] = await Promise.all([
-    db.workflowExecution.groupBy({
-      by: ['status'],
-      where: { projectId: s.projectId, ...(s.workflowId ? { workflowId: s.workflowId } : {}) },
-      _count: { _all: true },
-    }),
-    countStuck(db, s),
-  ]);
+  const { value, asOf } = await projectCountsFigure(db, s);
+  const inScope = (c: { workflowId: string | null }) => !s.workflowId || c.workflowId === s.workflowId;
   const byStatus = Object.fromEntries(EXECUTION_STATUS_LIST.map((st) => [st, 0])) as Record<ExecutionStatusName, number>;
-  for (const g of groups) byStatus[g.status] = g._count._all;
-  return { byStatus, byStuckReason, total: Object.values(byStatus).reduce((a, b) => a + b, 0) };
+  for (const c of value.executions) if (inScope(c)) byStatus[c.status as ExecutionStatusName] += c.n;
+  const byStuckReason = stuckByReason(value.stuck.filter(inScope));
+  return { byStatus, byStuckReason, total: Object.values(byStatus).reduce((a, b) => a + b, 0), asOf };
 }

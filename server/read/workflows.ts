@@ -1,36 +1,16 @@
-import { Prisma, type DbTx } from '../db';
+import type { DbTx } from '../db';
 import { ExecutionStatus } from '../generated/prisma/enums';
-import { stuckQuery, type StuckReason, type StuckScope } from '../repair/stuck';
+import type { StuckReason, StuckScope } from '../repair/stuck';
+import { projectCountsFigure, type ProjectCounts } from './console-figures';
 
-// What a workflow's graph shows at each step right now: how many executions stand there
-// RUNNING or WAITING, and how many of those (or of the failed ones left there) are stuck.
-// Both reads start from the workflow's own small indexes, never from all its history.
+// What a workflow's graph shows at each step: how many executions stand there RUNNING or
+// WAITING, and how many of those (or of the failed ones left there) are stuck; and each
+// workflow's executions per status. All read from the project's counts figure
+// (server/read/console-figures.ts): counted for the read while that is cheap, else as of
+// their last counting (`countsAsOf`).
 
 /** The stuck reasons an execution has *at a step* (its detail names the step). */
 export const STEP_STUCK_REASONS: readonly StuckReason[] = ['WAIT_OVERDUE', 'LEASE_EXPIRED', 'MISSING_STEP', 'CONTINUATION_PENDING', 'FAILED'];
-
-/** Active executions per (current step, status): the partial index on active executions. */
-export function activeByStepQuery(workflowId: string): Prisma.Sql {
-  return Prisma.sql`
-    SELECT "currentStepId" AS "stepId", status::text AS status, count(*)::int AS n
-      FROM "WorkflowExecution"
-     WHERE "workflowId" = ${workflowId}::uuid AND status IN ('RUNNING', 'WAITING')
-     GROUP BY "currentStepId", status`;
-}
-
-/**
- * Stuck executions per (step, reason): the stuck predicates of server/repair/stuck.ts,
- * scoped to one workflow, so the graph's counts are exactly what /stuck and
- * executions.list({ stuck }) list. An execution counts once per reason.
- */
-export function stuckByStepQuery(s: StuckScope & { workflowId: string }): Prisma.Sql {
-  const branches = STEP_STUCK_REASONS.map((r) => Prisma.sql`(${stuckQuery(r, s)})`);
-  return Prisma.sql`
-    SELECT x.detail->>'stepId' AS "stepId", x.reason, count(DISTINCT x."executionId")::int AS n
-      FROM (${Prisma.join(branches, ' UNION ALL ')}) x
-     WHERE x.detail->>'stepId' IS NOT NULL
-     GROUP BY 1, 2`;
-}
 
 export interface StepCounts {
   running: number;
@@ -40,30 +20,28 @@ export interface StepCounts {
   stuckReasons: Partial<Record<StuckReason, number>>;
 }
 
-/** Every step's live counts (steps with none are absent). */
-export async function stepCounts(db: DbTx, s: StuckScope & { workflowId: string }): Promise<Map<string, StepCounts>> {
-  const [active, stuck] = await Promise.all([
-    db.$queryRaw<{ stepId: string | null; status: 'RUNNING' | 'WAITING'; n: number }[]>(activeByStepQuery(s.workflowId)),
-    db.$queryRaw<{ stepId: string; reason: StuckReason; n: number }[]>(stuckByStepQuery(s)),
-  ]);
+/** Every step's counts of one workflow (steps with none are absent), from the project's counts. */
+export function stepCountsOf(counts: ProjectCounts, workflowId: string): Map<string, StepCounts> {
   const byStep = new Map<string, StepCounts>();
   const of = (stepId: string) => {
-    let counts = byStep.get(stepId);
-    if (!counts) byStep.set(stepId, (counts = { running: 0, waiting: 0, stuck: 0, stuckReasons: {} }));
-    return counts;
+    let c = byStep.get(stepId);
+    if (!c) byStep.set(stepId, (c = { running: 0, waiting: 0, stuck: 0, stuckReasons: {} }));
+    return c;
   };
-  for (const row of active) {
-    if (!row.stepId) continue;
+  for (const row of counts.executions) {
+    if (row.workflowId !== workflowId || !row.stepId) continue;
     if (row.status === 'RUNNING') of(row.stepId).running += row.n;
-    else of(row.stepId).waiting += row.n;
+    if (row.status === 'WAITING') of(row.stepId).waiting += row.n;
   }
-  for (const row of stuck) {
-    const counts = of(row.stepId);
-    counts.stuckReasons[row.reason] = row.n;
+  for (const row of counts.stuck) {
+    if (row.workflowId !== workflowId || !row.stepId || !STEP_STUCK_REASONS.includes(row.reason)) continue;
+    const c = of(row.stepId);
+    c.stuckReasons[row.reason] = (c.stuckReasons[row.reason] ?? 0) + row.n;
   }
   // One execution is stuck for at most one reason at a time (each predicate fixes the
-  // execution's and its step row's status), so the reasons' counts add up.
-  for (const counts of byStep.values()) counts.stuck = Object.values(counts.stuckReasons).reduce((a, b) => a + (b ?? 0), 0);
+  // execution's and its step row's status), and once per reason (one step row per
+  // execution and step, I2), so the reasons' counts add up.
+  for (const c of byStep.values()) c.stuck = Object.values(c.stuckReasons).reduce((a, b) => a + (b ?? 0), 0);
   return byStep;
 }
 
@@ -73,37 +51,39 @@ function emptyCounts(): ExecutionCounts {
   return Object.fromEntries(Object.values(ExecutionStatus).map((status) => [status, 0])) as ExecutionCounts;
 }
 
-/** The project's workflows with their step count and how many executions are in each status. */
-export async function listWorkflows(db: DbTx, projectId: string) {
-  const workflows = await db.workflow.findMany({
-    where: { projectId },
-    orderBy: [{ name: 'asc' }, { id: 'asc' }],
-    select: {
-      id: true,
-      name: true,
-      description: true,
-      trigger: true,
-      triggerEvent: true,
-      enabled: true,
-      allowReentry: true,
-      createdAt: true,
-      _count: { select: { steps: true } },
-    },
-  });
-  const counts = await db.workflowExecution.groupBy({
-    by: ['workflowId', 'status'],
-    where: { projectId },
-    _count: { _all: true },
-  });
+/**
+ * The project's workflows with their step count and how many executions are in each
+ * status (`countsAsOf`: null when counted for this read, else when they were counted).
+ */
+export async function listWorkflows(db: DbTx, s: StuckScope) {
+  const [workflows, counts] = await Promise.all([
+    db.workflow.findMany({
+      where: { projectId: s.projectId },
+      orderBy: [{ name: 'asc' }, { id: 'asc' }],
+      select: {
+        id: true,
+        name: true,
+        description: true,
+        trigger: true,
+        triggerEvent: true,
+        enabled: true,
+        allowReentry: true,
+        createdAt: true,
+        _count: { select: { steps: true } },
+      },
+    }),
+    projectCountsFigure(db, s),
+  ]);
   const byWorkflow = new Map(workflows.map((w) => [w.id, emptyCounts()]));
-  for (const row of counts) {
+  for (const row of counts.value.executions) {
     const workflowCounts = byWorkflow.get(row.workflowId);
-    if (workflowCounts) workflowCounts[row.status] = row._count._all;
+    if (workflowCounts) workflowCounts[row.status as ExecutionStatus] += row.n;
   }
   return workflows.map(({ _count, ...workflow }) => ({
     ...workflow,
     stepCount: _count.steps,
     executions: byWorkflow.get(workflow.id)!,
+    countsAsOf: counts.asOf,
   }));
 }
 
@@ -115,7 +95,8 @@ function liveOf(c: StepCounts) {
 const NO_COUNTS: StepCounts = { running: 0, waiting: 0, stuck: 0, stuckReasons: {} };
 
 /**
- * A workflow's graph, with how many active executions stand at each step right now;
+ * A workflow's graph, with how many active executions stand at each step (as of
+ * countsAsOf when not counted for this read);
  * null when the scope's project has no such workflow.
  */
 export async function workflowDetail(db: DbTx, s: StuckScope & { workflowId: string }) {
@@ -127,9 +108,8 @@ export async function workflowDetail(db: DbTx, s: StuckScope & { workflowId: str
     },
   });
   if (!workflow) return null;
-  // Served by the partial index on active executions (workflowId, currentStepId) and
-  // the stuck predicates scoped to this workflow.
-  const counts = await stepCounts(db, s);
+  const figure = await projectCountsFigure(db, s);
+  const counts = stepCountsOf(figure.value, s.workflowId);
   const keyOf = new Map(workflow.steps.map((step) => [step.id, step.key]));
   return {
     id: workflow.id,
@@ -158,5 +138,7 @@ export async function workflowDetail(db: DbTx, s: StuckScope & { workflowId: str
       branch: t.branch,
     })),
     live: Array.from(counts.values()).reduce((a, c) => a + c.running + c.waiting, 0),
+    /** Null: the step counts were counted for this read; else when they were counted. */
+    countsAsOf: figure.asOf,
   };
 }

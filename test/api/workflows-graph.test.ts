@@ -2,7 +2,7 @@ import { TRPCError } from '@trpc/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEngineContext } from '../../server/engine/context';
 import { runWorkerOnce } from '../../server/engine/worker';
-import { activeByStepQuery, stuckByStepQuery } from '../../server/read/workflows';
+import { stuckCountsQuery } from '../../server/repair/stuck';
 import type { Actor } from '../../server/auth/actor';
 import { actorFor, callerFor } from '../support/callers';
 import { freshDatabase, type TestDatabase } from '../support/database';
@@ -109,14 +109,15 @@ describe('workflows.create from the editor', () => {
   });
 });
 
-describe('the graph counts stay index scans as executions grow', () => {
+describe('the graph\'s stuck counts stay index scans as executions grow', () => {
   let big: TestDatabase;
   let workflowId: string;
+  let projects: string[];
   const BIG_TABLES = ['WorkflowExecution', 'StepExecution', 'Message', 'Event'];
 
   beforeAll(async () => {
     big = await freshDatabase();
-    const projects = [(await createProject(big.db, 'big')).id, (await createProject(big.db, 'noise')).id];
+    projects = [(await createProject(big.db, 'big')).id, (await createProject(big.db, 'noise')).id];
     for (const p of projects) {
       for (let i = 0; i < 10; i++) await workflowFrom(big.db, p, waitWorkflow({ name: `wf-${i}`, allowReentry: true }));
       await big.query(
@@ -166,15 +167,11 @@ describe('the graph counts stay index scans as executions grow', () => {
     expect(all.some((n) => n['Index Name']), shapeOf(plan)).toBe(true);
   }
 
-  it('active executions per step: the partial index on active executions', async () => {
-    const plan = await explain(big.db, activeByStepQuery(workflowId));
-    expectIndexDriven(plan);
-    expect(shapeOf(plan)).toContain('WorkflowExecution_active_step_idx');
-  });
-
-  it("stuck executions per step: each stuck predicate's own index, scoped to the workflow", async () => {
-    const projectOfWorkflow = (await big.db.workflow.findUniqueOrThrow({ where: { id: workflowId } })).projectId;
-    const plan = await explain(big.db, stuckByStepQuery({ projectId: projectOfWorkflow, workflowId, graceSeconds: 0 }));
-    expectIndexDriven(plan);
+  it("stuck items per (reason, workflow, step): each stuck predicate's own index", async () => {
+    const plan = await explain(big.db, stuckCountsQuery({ projectId: projects[0]!, graceSeconds: 0 }));
+    // This fixture has no events or emails: PostgreSQL reads their empty tables whole
+    // (test/repair/stuck-explain.test.ts covers those predicates with rows in them).
+    const scanned = planNodes(plan).filter((n) => n['Node Type'] === 'Seq Scan' && ['WorkflowExecution', 'StepExecution'].includes(n['Relation Name'] ?? ''));
+    expect(scanned, shapeOf(plan)).toEqual([]);
   });
 });

@@ -107,10 +107,10 @@ export function WorkflowDetailView({ id, mayWrite }: { id: string; mayWrite: boo
             labelledBy="graph-heading"
             summary={
               <span className="text-xs text-zinc-500">
-                {data.live.toLocaleString()} active now · click a step for its config and executions
+                {data.live.toLocaleString()} active {data.countsAsOf ? 'as of the counts' : 'now'} · click a step for its config and executions
               </span>
             }
-            aside={<Freshness updatedAt={dataUpdatedAt} fetching={isFetching} />}
+            aside={<Freshness updatedAt={dataUpdatedAt} fetching={isFetching} asOf={data.countsAsOf} />}
           >
             <WorkflowGraph
               label={`Step graph of ${data.name}`}

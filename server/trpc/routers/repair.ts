@@ -4,7 +4,8 @@ import { applyOneRepair, repairRequestOf, type ApplyOneResult } from '../../repa
 import { applyManyAudited } from '../../repair/bulk-run';
 import { isMessageRepairAction, messageRepairOptionsFor, previewMessageRepair } from '../../repair/messages';
 import { RepairNotFound } from '../../repair/target';
-import { listStuck, STUCK_DESCRIPTIONS, stuckGroups } from '../../repair/stuck';
+import { listStuck, STUCK_DESCRIPTIONS } from '../../repair/stuck';
+import { stuckGroupsFigure } from '../../read/console-figures';
 import { encodeCursor } from '../keyset';
 import { requireWorkflow, stuckScope } from '../scope';
 import { ConflictError, conflictError, operatorProcedure, router, viewerProcedure } from '../trpc';
@@ -56,12 +57,14 @@ export const repairRouter = router({
    */
   stuckGroups: viewerProcedure.input(stuckGroupsInput).query(async ({ ctx, input }) => {
     await requireWorkflow(ctx.db, ctx.actor.projectId, input.workflowId);
-    const groups = await stuckGroups(ctx.db, {
+    const { value: groups, asOf } = await stuckGroupsFigure(ctx.db, {
       ...stuckScope(ctx.actor.projectId, input.workflowId),
       reasons: input.reason ? [input.reason] : undefined,
     });
     return {
       groups,
+      /** Null: grouped for this call; else when the grouping began (a large project's, refreshed in the background). */
+      asOf,
       graceSeconds: stuckScope(ctx.actor.projectId).graceSeconds,
       /** A LEASE_EXPIRED step with this many attempts is a poison step: the workers leave it to an operator. */
       poisonAttempts: DEFAULT_ENGINE_CONFIG.maxStepAttempts,

@@ -9,8 +9,8 @@ import { createWorkflowInput, getWorkflowInput, setWorkflowEnabledInput } from '
 const NOT_FOUND = () => new TRPCError({ code: 'NOT_FOUND', message: 'No such workflow in this project.' });
 
 export const workflowsRouter = router({
-  /** The project's workflows with their step count and how many executions are in each status. */
-  list: viewerProcedure.query(({ ctx }) => listWorkflows(ctx.db, ctx.actor.projectId)),
+  /** The project's workflows with their step count and how many executions are in each status (as of countsAsOf, null: now). */
+  list: viewerProcedure.query(({ ctx }) => listWorkflows(ctx.db, stuckScope(ctx.actor.projectId))),
 
   /** A workflow's graph, with how many active executions stand at each step right now. */
   get: viewerProcedure.input(getWorkflowInput).query(async ({ ctx, input }) => {
