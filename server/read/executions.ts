@@ -66,6 +66,8 @@ export interface ExecutionFilter {
   limit: number;
   /** Seconds before a state counts as stuck (STUCK_GRACE_SECONDS). */
   graceSeconds?: number;
+  /** How many executions a stuck filter walks before reading the stuck set (tests make it small to read both ways). */
+  stuckWindow?: number;
 }
 
 /** A LIKE pattern matching what starts with `prefix`, taken literally (ESCAPE '\\'). */
@@ -134,7 +136,7 @@ export function executionListQuery(f: ExecutionFilter): Prisma.Sql {
   const scope: StuckScope = { projectId: f.projectId, workflowId: f.workflowId ?? null, graceSeconds: f.graceSeconds ?? 0 };
   const statuses = stuckExecutionStatuses(reasons);
   const emailed = stuckEmailExecutionIds(reasons, scope);
-  const size = emailed ? STUCK_EMAIL_WINDOW : STUCK_WINDOW;
+  const size = f.stuckWindow ?? (emailed ? STUCK_EMAIL_WINDOW : STUCK_WINDOW);
   const candidates = statuses ? [...conditions, Prisma.sql`e.status = ANY(${statuses}::"ExecutionStatus"[])`] : conditions;
   const contact = byEmail ? Prisma.sql`JOIN "Contact" c ON c.id = e."contactId"` : Prisma.empty;
   const window = (offset: number, limit: number) => Prisma.sql`
