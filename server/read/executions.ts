@@ -6,7 +6,7 @@ import {
   STUCK_REASONS,
   stuckExecutionIds,
   stuckEmailExecutionIds,
-  stuckExecutionStatuses,
+  stuckReasonsByStatus,
   STUCK_EXECUTION_STATUS,
   stuckOfExecution,
   stuckQuery,
@@ -134,48 +134,67 @@ export function executionListQuery(f: ExecutionFilter): Prisma.Sql {
     return Prisma.sql`${columns} FROM "WorkflowExecution" e ${joins} WHERE FALSE`;
   }
   const scope: StuckScope = { projectId: f.projectId, workflowId: f.workflowId ?? null, graceSeconds: f.graceSeconds ?? 0 };
-  const statuses = stuckExecutionStatuses(reasons);
-  const emailed = stuckEmailExecutionIds(reasons, scope);
-  const size = f.stuckWindow ?? (emailed ? STUCK_EMAIL_WINDOW : STUCK_WINDOW);
-  const candidates = statuses ? [...conditions, Prisma.sql`e.status = ANY(${statuses}::"ExecutionStatus"[])`] : conditions;
   const contact = byEmail ? Prisma.sql`JOIN "Contact" c ON c.id = e."contactId"` : Prisma.empty;
-  const window = (offset: number, limit: number) => Prisma.sql`
-      SELECT e.id, e."startedAt" FROM "WorkflowExecution" e ${contact}
-       WHERE ${Prisma.join(candidates, ' AND ')}
-       ORDER BY ${keyset.order} OFFSET ${offset}::int LIMIT ${limit}::int`;
   const order = keysetClause(Prisma.sql`x."startedAt"`, Prisma.sql`x.id`, direction).order;
-  // The window's executions to probe: all of them, or (emails' reasons) those its emails'
-  // index names, hashed, and only those probed (fenced, so no probe runs first).
-  const walk = emailed
-    ? Prisma.sql`SELECT x.id, x."startedAt" FROM (${window(0, size)}) x WHERE x.id IN (${emailed}) OFFSET 0`
-    : window(0, size);
-  // Past the window's last execution, in the page's direction.
   const backwards = direction !== null && 'before' in direction;
-  const beyondEnd = backwards
-    ? Prisma.sql`(e."startedAt", e.id) > (SELECT x."startedAt", x.id FROM window_end x)`
-    : Prisma.sql`(e."startedAt", e.id) < (SELECT x."startedAt", x.id FROM window_end x)`;
-  // The stuck filter reads windows: the next STUCK_WINDOW executions the other filters
-  // (and the reasons' statuses) select, walked in the page's order and each probed, the
-  // walk stopping when the page is full; only when the window runs out first, the
-  // reasons' set beyond the window, each of its executions looked up and the page
-  // sorted from them. Either way the rows are exactly the stuck predicates' (stuck.ts).
-  return Prisma.sql`
-    WITH walked AS MATERIALIZED (
+
+  // One stream per way of walking: the reasons that need one execution status walk that
+  // status's index; the emails' reasons walk every execution, testing each against the
+  // hashed ids their emails' index names (a hash lookup) before probing it. Each stream
+  // yields the first limit + 1 of its stuck executions past the cursor, so their union's
+  // first limit + 1 are the page's.
+  const streams = [...stuckReasonsByStatus(reasons)].map(([status, group], i) => {
+    const walked = Prisma.raw(`walked_${i}`);
+    const windowEnd = Prisma.raw(`window_end_${i}`);
+    const beyond = Prisma.raw(`beyond_${i}`);
+    const emailed = status === null ? stuckEmailExecutionIds(group, scope) : null;
+    const size = f.stuckWindow ?? (emailed ? STUCK_EMAIL_WINDOW : STUCK_WINDOW);
+    const candidates = status ? [...conditions, Prisma.sql`e.status = ${status}::"ExecutionStatus"`] : conditions;
+    const window = (offset: number, count: number) => Prisma.sql`
+        SELECT e.id, e."startedAt" FROM "WorkflowExecution" e ${contact}
+         WHERE ${Prisma.join(candidates, ' AND ')}
+         ORDER BY ${keyset.order} OFFSET ${offset}::int LIMIT ${count}::int`;
+    // The window's executions to probe: all of them, or (emails' reasons) those the
+    // emails' index names, hashed, and only those probed (fenced, so no probe runs first).
+    const walk = emailed
+      ? Prisma.sql`SELECT x.id, x."startedAt" FROM (${window(0, size)}) x WHERE x.id IN (${emailed}) OFFSET 0`
+      : window(0, size);
+    // Past the window's last execution, in the page's direction.
+    const past = Prisma.sql`(e."startedAt", e.id) ${Prisma.raw(backwards ? '>' : '<')} (SELECT x."startedAt", x.id FROM ${windowEnd} x)`;
+    // The stuck filter reads windows: the next `size` executions the other filters and
+    // the status select, walked in the page's order and each probed, the walk stopping
+    // when the page is full; only when the window runs out first, the reasons' set
+    // beyond the window, each of its executions looked up and the page sorted from them.
+    // Either way the rows are exactly the stuck predicates' (stuck.ts).
+    return {
+      ctes: Prisma.sql`
+    ${walked} AS MATERIALIZED (
       SELECT x.id, x."startedAt" FROM (${walk}) x
-       WHERE EXISTS (${stuckOfExecution(reasons, scope, Prisma.sql`x.id`)})
+       WHERE EXISTS (${stuckOfExecution(group, scope, Prisma.sql`x.id`)})
        ORDER BY ${order} ${limit}
-    ), window_end AS MATERIALIZED (${window(size - 1, 1)}
-    ), beyond AS (
+    ), ${windowEnd} AS MATERIALIZED (${window(size - 1, 1)}
+    ), ${beyond} AS (
       SELECT e.id, e."startedAt"
-        FROM (SELECT DISTINCT x."executionId" AS id FROM (${stuckExecutionIds(reasons, scope)}) x) stuck
+        FROM (SELECT DISTINCT x."executionId" AS id FROM (${stuckExecutionIds(group, scope)}) x) stuck
        CROSS JOIN LATERAL (SELECT e.* FROM "WorkflowExecution" e WHERE e.id = stuck.id OFFSET 0) e
        ${contact}
-       WHERE (SELECT count(*) FROM walked) <= ${f.limit}::int AND EXISTS (SELECT 1 FROM window_end)
-         AND ${Prisma.join(conditions, ' AND ')} AND ${beyondEnd}
+       WHERE (SELECT count(*) FROM ${walked}) <= ${f.limit}::int AND EXISTS (SELECT 1 FROM ${windowEnd})
+         AND ${Prisma.join(conditions, ' AND ')} AND ${past}
        ORDER BY ${keyset.order} ${limit}
-    )
+    )`,
+      rows: Prisma.sql`SELECT * FROM ${walked} UNION SELECT * FROM ${beyond}`,
+    };
+  });
+  return Prisma.sql`
+    WITH ${Prisma.join(
+      streams.map((s) => s.ctes),
+      ',',
+    )}
     ${columns}
-      FROM (SELECT * FROM walked UNION ALL SELECT * FROM beyond) p
+      FROM (${Prisma.join(
+        streams.map((s) => s.rows),
+        ' UNION ',
+      )}) p
       JOIN "WorkflowExecution" e ON e.id = p.id ${joins}
      ORDER BY ${keyset.order} ${limit}`;
 }

@@ -508,10 +508,14 @@ export function stuckEmailExecutionIds(reasons: readonly StuckReason[], s: Stuck
 }
 
 /**
- * The statuses an execution stuck for one of these reasons is in, or null when one of
- * them allows any status (an email's reasons): a stuck filter then walks only those.
+ * These reasons' execution reasons by the execution status they need: a stuck filter
+ * walks each status's executions on their own. Null: the emails' reasons, any status.
  */
-export function stuckExecutionStatuses(reasons: readonly StuckReason[]): string[] | null {
-  const statuses = executionReasons(reasons).map((r) => STUCK_EXECUTION_STATUS[r]);
-  return statuses.some((st) => st === null) ? null : [...new Set(statuses as string[])];
+export function stuckReasonsByStatus(reasons: readonly StuckReason[]): Map<string | null, StuckReason[]> {
+  const groups = new Map<string | null, StuckReason[]>();
+  for (const reason of executionReasons(reasons)) {
+    const status = STUCK_EXECUTION_STATUS[reason];
+    groups.set(status, [...(groups.get(status) ?? []), reason]);
+  }
+  return groups;
 }

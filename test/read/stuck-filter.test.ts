@@ -130,6 +130,12 @@ async function expected(f: Filter & { stuck: StuckReason[] }): Promise<string[]>
   return rows.map((r) => r.id);
 }
 
+function positionOf(cursor: string) {
+  const position = decodeCursor(cursor);
+  if (!position) throw new Error(`a cursor the list gave does not decode: ${cursor}`);
+  return position;
+}
+
 /** Every page of the list, forward from the first page, then back from the last one. */
 async function pages(f: Filter, limit: number, stuckWindow?: number): Promise<{ forward: ExecutionListRow[]; backward: string[] }> {
   const base = { projectId, contact: null, graceSeconds: GRACE, limit, stuckWindow, ...f };
@@ -137,7 +143,7 @@ async function pages(f: Filter, limit: number, stuckWindow?: number): Promise<{ 
   let page = await listExecutions(t.db, base);
   forward.push(...page.items);
   while (page.nextCursor) {
-    page = await listExecutions(t.db, { ...base, cursor: decodeCursor(page.nextCursor) });
+    page = await listExecutions(t.db, { ...base, cursor: positionOf(page.nextCursor) });
     forward.push(...page.items);
   }
   const backward: string[] = [];
@@ -145,7 +151,7 @@ async function pages(f: Filter, limit: number, stuckWindow?: number): Promise<{ 
   backward.unshift(...last.items.map((e) => e.id));
   let back = last;
   while (back.prevCursor) {
-    back = await listExecutions(t.db, { ...base, before: decodeCursor(back.prevCursor) });
+    back = await listExecutions(t.db, { ...base, before: positionOf(back.prevCursor) });
     backward.unshift(...back.items.map((e) => e.id));
   }
   return { forward, backward };
