@@ -10,7 +10,18 @@ export type Db = PrismaClient;
 /** A client usable inside `db.$transaction(async (tx) => ...)` as well as outside. */
 export type DbTx = Omit<PrismaClient, '$connect' | '$disconnect' | '$on' | '$transaction' | '$extends'>;
 
-const pools = new WeakMap<Db, pg.Pool>();
+/**
+ * The pools of the clients createDb made, and the names of prepared statements, kept on
+ * globalThis: scripts/web.ts loads this module itself (the API, server/trpc/node-endpoints.ts)
+ * and Next.js's build has its own copy, and both share one client (db() below). With a map
+ * each, whichever copy had not made the client would run its raw SQL through Prisma, and
+ * two maps could give one name to two statements on one connection.
+ */
+const prepared = ((globalThis as unknown as { waypostPrepared?: { pools: WeakMap<Db, pg.Pool>; names: Map<string, string> } }).waypostPrepared ??= {
+  pools: new WeakMap(),
+  names: new Map(),
+});
+const pools = prepared.pools;
 
 /**
  * A Prisma client over a node-postgres pool this module owns. Each process sizes its
@@ -92,7 +103,7 @@ export function db(): Db {
 const POOL = Symbol('waypost.preparedPool');
 /** Distinct statement texts get a name each; past this many (SQL built from lists), unnamed. */
 const MAX_NAMED_STATEMENTS = 1000;
-const statementNames = new Map<string, string>();
+const statementNames = prepared.names;
 
 function statementName(text: string): string | undefined {
   let name = statementNames.get(text);
