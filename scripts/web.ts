@@ -3,6 +3,7 @@ import next from 'next';
 import { admitBody } from '../server/trpc/body-limit';
 import { clientAddress, trustOf } from '../server/client-address';
 import { parseEnv } from '../server/env';
+import { apiEndpointOf, hasUrl, serveApi } from '../server/trpc/node-endpoints';
 import { API_CONTENT_SECURITY_POLICY, commonSecurityHeaders, headerOptions } from '../server/security-headers';
 import { decodableAddress, UNDECODABLE_ADDRESS } from '../server/url';
 import { ROOT } from './database';
@@ -14,6 +15,9 @@ import { ROOT } from './database';
 // sends the header itself changes nothing unless it is a trusted proxy (TRUSTED_PROXIES).
 // `next start` would keep a client's forged header. A body too large for who is sending
 // it is refused here with 413, before Next.js reads any of it (server/trpc/body-limit.ts).
+// The API (/api/trpc, /api/v1) is then answered here, by the handlers of its Next.js
+// routes, without Next.js's request pipeline (server/trpc/node-endpoints.ts); everything
+// else, and any API request those routes would not answer themselves, goes to Next.js.
 // SIGTERM stops accepting, lets
 // in-flight requests finish (up to 25 s), closes each keep-alive connection once it is
 // idle, then exits.
@@ -41,6 +45,8 @@ const refusal = {
 const ALLOW = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS';
 const methodNotAllowed = (method: string | undefined) => `The ${method ?? ''} method is not served here.\n`;
 
+/** WAYPOST_API_THROUGH_NEXT=1: hand the API to Next.js's routes too, as before (to compare the two in tests). */
+const throughNext = process.env.WAYPOST_API_THROUGH_NEXT === '1';
 let stopping = false;
 await app.prepare();
 const server = http.createServer((req, res) => {
@@ -74,8 +80,12 @@ const server = http.createServer((req, res) => {
     return;
   }
   req.headers['x-forwarded-for'] = clientAddress(req, trust);
+  const api = throughNext ? null : apiEndpointOf(req);
+  const endpoint = api && hasUrl(req) ? api : null;
   void admitBody(req).then((admitted) => {
-    if (admitted) void handle(req, res);
+    if (!admitted) return;
+    if (endpoint) void serveApi(req, res, endpoint);
+    else void handle(req, res);
   });
 });
 server.on('connect', (req, socket) => {

@@ -10,7 +10,18 @@ export type Db = PrismaClient;
 /** A client usable inside `db.$transaction(async (tx) => ...)` as well as outside. */
 export type DbTx = Omit<PrismaClient, '$connect' | '$disconnect' | '$on' | '$transaction' | '$extends'>;
 
-const pools = new WeakMap<Db, pg.Pool>();
+/**
+ * The pools of the clients createDb made, and the names of prepared statements, kept on
+ * globalThis: scripts/web.ts loads this module itself (the API, server/trpc/node-endpoints.ts)
+ * and Next.js's build has its own copy, and both share one client (db() below). With a map
+ * each, whichever copy had not made the client would run its raw SQL through Prisma, and
+ * two maps could give one name to two statements on one connection.
+ */
+const prepared = ((globalThis as unknown as { waypostPrepared?: { pools: WeakMap<Db, pg.Pool>; names: Map<string, string> } }).waypostPrepared ??= {
+  pools: new WeakMap(),
+  names: new Map(),
+});
+const pools = prepared.pools;
 
 /**
  * A Prisma client over a node-postgres pool this module owns. Each process sizes its
@@ -92,7 +103,7 @@ export function db(): Db {
 const POOL = Symbol('waypost.preparedPool');
 /** Distinct statement texts get a name each; past this many (SQL built from lists), unnamed. */
 const MAX_NAMED_STATEMENTS = 1000;
-const statementNames = new Map<string, string>();
+const statementNames = prepared.names;
 
 function statementName(text: string): string | undefined {
   let name = statementNames.get(text);
@@ -116,15 +127,70 @@ function toSql([strings, ...values]: RawArgs): Prisma.Sql {
   return strings instanceof Prisma.Sql ? strings : Prisma.sql(strings, ...values);
 }
 
-async function runPrepared(on: pg.Pool | pg.PoolClient, args: RawArgs): Promise<pg.QueryResult> {
+async function runPrepared(on: pg.Pool | pg.PoolClient, args: RawArgs, opening?: { begun: boolean }): Promise<pg.QueryResult> {
   const sql = toSql(args);
-  return on.query({ name: statementName(sql.text), text: sql.text, values: sql.values as unknown[], types: prismaTypes });
+  const config = { name: statementName(sql.text), text: sql.text, values: sql.values as unknown[], types: prismaTypes };
+  if (!opening || opening.begun) return on.query(config);
+  opening.begun = true;
+  // A query object of one's own is answered through its callback, not a promise.
+  return new Promise((resolve, reject) => {
+    const query = new BeginThenQuery({ ...config, callback: (error: Error | null, result: pg.QueryResult) => (error ? reject(error) : resolve(result)) } as pg.QueryConfig);
+    void on.query(query as unknown as pg.QueryConfig);
+  });
 }
 
-function rawOver(on: pg.Pool | pg.PoolClient) {
+/**
+ * A transaction's first statement with its BEGIN in front, sent together: one round trip
+ * for both. Over the extended protocol, BEGIN (parse, bind, execute) and the statement
+ * (parse once per connection, bind, describe, execute) go in one write before a single
+ * Sync, so the server runs them in order, as one pipeline; an error in either skips the
+ * rest up to the Sync and fails this query, and the caller rolls back as for any failed
+ * statement. BEGIN's own completion is not a result: the answer is the statement's.
+ */
+class BeginThenQuery extends (pg.Query as unknown as new (config: pg.QueryConfig) => PgQueryInternals) {
+  private begun = false;
+
+  constructor(config: pg.QueryConfig) {
+    super({ ...config, queryMode: 'extended' } as pg.QueryConfig);
+  }
+
+  override submit(connection: PgConnectionInternals): Error | null {
+    connection.stream.cork?.();
+    try {
+      connection.parse({ text: 'BEGIN', name: '', types: [] });
+      connection.bind({ portal: '', statement: '', values: [] });
+      connection.execute({ portal: '', rows: 0 });
+      return super.submit(connection);
+    } finally {
+      connection.stream.uncork?.();
+    }
+  }
+
+  override handleCommandComplete(msg: unknown, connection: PgConnectionInternals): void {
+    if (!this.begun) {
+      this.begun = true;
+      return;
+    }
+    super.handleCommandComplete(msg, connection);
+  }
+}
+
+/** What BeginThenQuery uses of node-postgres's Query and Connection (not in its typings). */
+interface PgConnectionInternals {
+  stream: { cork?(): void; uncork?(): void };
+  parse(m: { text: string; name: string; types: unknown[] }): void;
+  bind(m: { portal: string; statement: string; values: unknown[] }): void;
+  execute(m: { portal: string; rows: number }): void;
+}
+interface PgQueryInternals {
+  submit(connection: PgConnectionInternals): Error | null;
+  handleCommandComplete(msg: unknown, connection: PgConnectionInternals): void;
+}
+
+function rawOver(on: pg.Pool | pg.PoolClient, opening?: { begun: boolean }) {
   return {
-    $queryRaw: async (...args: RawArgs) => (await runPrepared(on, args)).rows,
-    $executeRaw: async (...args: RawArgs) => (await runPrepared(on, args)).rowCount ?? 0,
+    $queryRaw: async (...args: RawArgs) => (await runPrepared(on, args, opening)).rows,
+    $executeRaw: async (...args: RawArgs) => (await runPrepared(on, args, opening)).rowCount ?? 0,
   };
 }
 
@@ -148,7 +214,7 @@ export function preparedRaw<T extends DbTx>(db: T): T {
 
 /**
  * A transaction of raw statements only, on one pooled connection, for a preparedRaw()
- * client: BEGIN, `fn`, COMMIT (ROLLBACK if it throws). Null for any other client, whose
+ * client: BEGIN, `fn`, COMMIT (ROLLBACK if it throws); BEGIN travels with the first statement. Null for any other client, whose
  * caller uses Prisma's $transaction. Inside, only $queryRaw and $executeRaw exist: a model
  * call there would run outside the transaction, so it is refused.
  */
@@ -156,7 +222,9 @@ export async function preparedTransaction<T>(db: DbTx, fn: (tx: DbTx) => Promise
   const pool = (db as unknown as { [POOL]?: pg.Pool })[POOL];
   if (!pool) return null;
   const client = await pool.connect();
-  const raw = rawOver(client);
+  // BEGIN goes out with the first statement (BeginThenQuery); a transaction that ran none has nothing to end.
+  const opening = { begun: false };
+  const raw = rawOver(client, opening);
   const tx = new Proxy({} as DbTx, {
     get(_, prop) {
       if (prop === '$queryRaw' || prop === '$executeRaw') return raw[prop];
@@ -166,12 +234,11 @@ export async function preparedTransaction<T>(db: DbTx, fn: (tx: DbTx) => Promise
   });
   let broken = false;
   try {
-    await client.query('BEGIN');
     const value = await fn(tx);
-    await client.query('COMMIT');
+    if (opening.begun) await client.query('COMMIT');
     return { value };
   } catch (error) {
-    await client.query('ROLLBACK').catch(() => (broken = true));
+    if (opening.begun) await client.query('ROLLBACK').catch(() => (broken = true));
     throw error;
   } finally {
     client.release(broken);

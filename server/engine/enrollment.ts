@@ -1,8 +1,7 @@
 import { preparedRaw, type Db, type DbTx } from '../db';
-import { writeAudit, type Acting } from './audit';
+import { writeAuditAndWake, type Acting } from './audit';
 import { insertExecutions } from './claims';
 import { inEngineTransaction } from './transaction';
-import { notifyWorkers } from './wakeup';
 
 // One enrollment function for every entry point: the API, the console, CSV import and
 // tracked events. It takes a batch (one row for a single enrollment, up to a chunk of a
@@ -67,18 +66,21 @@ export async function enrollAudited(db: Db, by: Acting, input: Omit<EnrollInput,
   // One raw transaction (the enrollment's statements and its audit entry) over prepared statements.
   const result = await inEngineTransaction(preparedRaw(db), async (tx) => {
     const r = await enroll(tx, { ...input, projectId: by.projectId });
-    await writeAudit(tx, {
-      ...by,
-      action: 'enrollments.enroll',
-      targetType: r.ok ? 'execution' : 'workflow',
-      targetId: r.ok ? r.executionId : input.workflowId,
-      outcome: r.ok ? 'APPLIED' : 'REJECTED',
-      before: { workflowId: input.workflowId, contactId: input.contactId ?? null, email: input.email ?? null },
-      after: r,
-    });
-    // Inside the transaction: delivered at its commit (never for a rolled-back one), and
-    // one more prepared statement on its connection rather than a Prisma call after it.
-    if (r.ok) await notifyWorkers(tx);
+    // The audit entry and, for an accepted enrollment, the workers' wake-up (delivered at
+    // commit, never for a rolled-back transaction) are one statement of the transaction.
+    await writeAuditAndWake(
+      tx,
+      {
+        ...by,
+        action: 'enrollments.enroll',
+        targetType: r.ok ? 'execution' : 'workflow',
+        targetId: r.ok ? r.executionId : input.workflowId,
+        outcome: r.ok ? 'APPLIED' : 'REJECTED',
+        before: { workflowId: input.workflowId, contactId: input.contactId ?? null, email: input.email ?? null },
+        after: r,
+      },
+      r.ok,
+    );
     return r;
   });
   return result;

@@ -1,0 +1,86 @@
+import { fetchRequestHandler } from '@trpc/server/adapters/fetch';
+import { createOpenApiFetchHandler } from 'trpc-to-openapi';
+import { errorId, logOutage, outageHeaders } from './errors';
+import { apiRefusal, bodyLimitOf, boundedRequest, malformedRequest, MAX_BATCH_SIZE, refusedRequest, withDocumentedProcedureNames, withoutCookies, withRefusalHeaders, type ApiRefusal } from './http';
+import { REST_BASE_PATH } from './openapi';
+import { appRouter } from './root';
+import { createApiContext, type Context } from './trpc';
+
+// The two API endpoints as fetch handlers, one module for both ways they are served: the
+// Next.js route handlers (app/api/trpc/[trpc], app/api/v1/[...path]; what `next dev`
+// runs) and scripts/web.ts, which answers these paths itself before Next.js's request
+// pipeline (server/trpc/node-endpoints.ts). Whichever serves a request, this code decides
+// everything about its answer: refusals (rate limits, cross-site changes), the body bound,
+// the context (API keys, sessions, projects), roles, and the error mapping.
+
+function serveTrpc(req: Request, context: () => Promise<Context>): Promise<Response> {
+  return fetchRequestHandler({
+    endpoint: '/api/trpc',
+    req,
+    router: appRouter,
+    // A batch of hundreds of calls is one request's worth of someone else's capacity: 400 beyond this.
+    maxBatchSize: MAX_BATCH_SIZE,
+    createContext: context,
+    onError({ error, path }) {
+      // Bad input, lost claims and missing rows are answers; anything else is a bug or an
+      // outage and belongs in the server log.
+      if (error.code === 'INTERNAL_SERVER_ERROR') console.error(`tRPC ${path ?? '<no path>'} failed (request ${errorId(error)}):`, error.cause ?? error);
+      if (error.code === 'SERVICE_UNAVAILABLE') logOutage('tRPC', error);
+    },
+    // A 503 (the database unreachable) says when to try again, alone or in a batch.
+    responseMeta: ({ errors }) => ({ headers: outageHeaders(errors) }),
+  });
+}
+
+/** A refusal answered by tRPC itself, so every call of the batch gets the usual error shape (TOO_MANY_REQUESTS, FORBIDDEN). */
+async function refuseTrpc(incoming: Request, refusal: ApiRefusal): Promise<Response> {
+  const response = await serveTrpc(withDocumentedProcedureNames(refusedRequest(incoming)), () => Promise.reject(refusal.error));
+  return withRefusalHeaders(response, refusal);
+}
+
+/** /api/trpc/<procedure or batch>: GET for queries (and subscriptions), POST for mutations. */
+export async function trpcEndpoint(incoming: Request): Promise<Response> {
+  const malformed = malformedRequest(incoming);
+  if (malformed) return malformed;
+  const refusal = await apiRefusal(incoming, { cookies: true });
+  if (refusal) return refuseTrpc(incoming, refusal);
+  const bounded = await boundedRequest(incoming, bodyLimitOf(incoming, { cookies: true }));
+  if (bounded instanceof Response) return bounded;
+  const req = withDocumentedProcedureNames(bounded);
+  return serveTrpc(req, () => createApiContext({ headers: req.headers }));
+}
+
+/** The methods each endpoint serves; Next.js answers the others (405, and HEAD and OPTIONS itself). */
+export const TRPC_METHODS = ['GET', 'POST'] as const;
+export const REST_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+
+// POST /api/v1/enrollments, POST /api/v1/events, ...: the procedures with `meta.openapi`,
+// as plain JSON endpoints (see server/trpc/openapi.ts and /api/v1/openapi.json). They take
+// API keys only: cookies are dropped before the context is made, so a page on another
+// site can never act here with a visitor's session.
+
+function serveRest(req: Request, context: () => Promise<Context>): Promise<Response> {
+  return createOpenApiFetchHandler({
+    endpoint: REST_BASE_PATH,
+    router: appRouter,
+    req,
+    createContext: context,
+    onError({ error, path }) {
+      if (error.code === 'INTERNAL_SERVER_ERROR') console.error(`REST ${path ?? '<no path>'} failed (request ${errorId(error)}):`, error.cause ?? error);
+      if (error.code === 'SERVICE_UNAVAILABLE') logOutage('REST', error);
+    },
+    responseMeta: ({ errors }) => ({ headers: outageHeaders(errors) }),
+  });
+}
+
+/** /api/v1/<path>: the REST endpoints. */
+export async function restEndpoint(incoming: Request): Promise<Response> {
+  const malformed = malformedRequest(incoming);
+  if (malformed) return malformed;
+  const refusal = await apiRefusal(incoming, { cookies: false });
+  // Answered by the OpenAPI handler itself, so the body is its usual error shape (code TOO_MANY_REQUESTS).
+  if (refusal) return withRefusalHeaders(await serveRest(refusedRequest(incoming), () => Promise.reject(refusal.error)), refusal);
+  const req = await boundedRequest(incoming, bodyLimitOf(incoming, { cookies: false }));
+  if (req instanceof Response) return req;
+  return serveRest(req, () => createApiContext({ headers: withoutCookies(req.headers) }));
+}
