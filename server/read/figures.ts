@@ -86,8 +86,12 @@ async function storeFigure(db: DbTx, key: FigureKey, c: { value: unknown; at: Da
      WHERE "ConsoleFigure"."computedAt" < EXCLUDED."computedAt"`;
 }
 
-/** The cost reads judge by: the cheaper of the last two, so that one slow run (a busy moment) never turns a figure stored. */
-const judgedCost = (f: StoredFigure) => Math.min(f.costMs, f.previousCostMs ?? 0);
+/**
+ * The cost reads judge by: the cheaper of the last two, so that one slow run (a busy
+ * moment) never turns a cheap figure stored. A figure computed once only is judged by
+ * that once: a big project's second read is served stored, not computed again.
+ */
+const judgedCost = (f: StoredFigure) => Math.min(f.costMs, f.previousCostMs ?? f.costMs);
 
 /** Live reads of a cheap figure store it (keeping its cost current) at most this often. */
 const LIVE_STORE_EVERY_MS = 10_000;

@@ -45,7 +45,7 @@ function countingCompute(sleepMs = 0) {
 }
 
 const live: FigurePolicy = { liveBudgetMs: 3_600_000, staleAfterMs: () => 0 };
-/** Every figure over budget once computed twice; stored figures never stale unless said. */
+/** Every figure over budget once computed; stored figures never stale unless said. */
 const stored = (staleAfterMs = Infinity): FigurePolicy => ({ liveBudgetMs: 0, staleAfterMs: () => staleAfterMs });
 let keys = 0;
 const newKey = (): FigureKey => ({ projectId, kind: 'counts', scope: `test-${keys++}` });
@@ -60,15 +60,33 @@ describe('console figures', () => {
     expect(c.runs).toBe(2);
   });
 
-  it('one slow computation does not turn a figure stored: two in a row over budget do', async () => {
+  it('a first computation over budget turns the figure stored at once', async () => {
     const key = newKey();
     const c = countingCompute(20);
     expect((await consoleFigure(t.db, key, c.compute, stored())).asOf).toBeNull(); // nothing stored yet: computed
-    expect((await consoleFigure(t.db, key, c.compute, stored())).asOf).toBeNull(); // one computation over budget so far
-    const third = await consoleFigure(t.db, key, c.compute, stored());
-    expect(third.asOf).toBeInstanceOf(Date);
-    expect(third.value).toBe(enrolled);
-    expect(c.runs).toBe(2);
+    const second = await consoleFigure(t.db, key, c.compute, stored());
+    expect(second.asOf).toBeInstanceOf(Date);
+    expect(second.value).toBe(enrolled);
+    expect(c.runs).toBe(1);
+  });
+
+  it('one slow computation does not turn a cheap figure stored: two in a row over budget do', async () => {
+    const key = newKey();
+    let sleepMs = 0;
+    const c = countingCompute();
+    const compute = async (db: DbTx) => {
+      if (sleepMs) await db.$queryRaw`SELECT 1 AS slept FROM pg_sleep(${sleepMs / 1000}::float8)`;
+      return c.compute(db);
+    };
+    const budget: FigurePolicy = { liveBudgetMs: 250, staleAfterMs: () => Infinity };
+    expect((await consoleFigure(t.db, key, compute, budget)).asOf).toBeNull(); // cheap
+    sleepMs = 500;
+    expect((await consoleFigure(t.db, key, compute, budget)).asOf).toBeNull(); // judged by the cheap one: computed, slow
+    expect((await consoleFigure(t.db, key, compute, budget)).asOf).toBeNull(); // one slow so far: computed again, slow
+    const fourth = await consoleFigure(t.db, key, compute, budget); // two slow in a row: stored
+    expect(fourth.asOf).toBeInstanceOf(Date);
+    expect(fourth.value).toBe(enrolled);
+    expect(c.runs).toBe(3);
   });
 
   it('past the budget: the stored figure with its asOf, refreshed in the background when stale, exact after the refresh', async () => {
@@ -90,7 +108,7 @@ describe('console figures', () => {
     const fresh = await consoleFigure(t.db, key, c.compute, stored());
     expect(fresh.value).toBe(enrolled);
     expect(fresh.asOf!.getTime()).toBeGreaterThan(before.asOf!.getTime());
-    expect(c.runs).toBe(3);
+    expect(c.runs).toBe(2);
   });
 
   // Guard: refreshFigure's claim (computedAt = the one seen, no live claim). Without it all six compute.
