@@ -67,7 +67,9 @@ export function readLedger(file: string): Map<string, { count: number; providerI
   } catch {
     return map;
   }
-  for (const line of text.split('\n')) {
+  // Workers append to the ledger while the settle phase reads it: a line still being
+  // written has no newline yet, and is left for the next read.
+  for (const line of text.slice(0, text.lastIndexOf('\n') + 1).split('\n')) {
     if (!line.trim()) continue;
     const { messageId, providerId } = JSON.parse(line) as { messageId: string; providerId: string };
     const seen = map.get(messageId);
