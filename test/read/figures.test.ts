@@ -92,8 +92,7 @@ describe('console figures', () => {
   it('past the budget: the stored figure with its asOf, refreshed in the background when stale, exact after the refresh', async () => {
     const key = newKey();
     const c = countingCompute(20);
-    await consoleFigure(t.db, key, c.compute, stored());
-    await consoleFigure(t.db, key, c.compute, stored());
+    await consoleFigure(t.db, key, c.compute, stored()); // computed once, over budget: stored from here on
     const before = await consoleFigure(t.db, key, c.compute, stored());
     const counted = before.value;
     await enrollOne();
@@ -115,8 +114,7 @@ describe('console figures', () => {
   it('single flight: of six processes that find the same figure stale, exactly one computes it', async () => {
     const key = newKey();
     const c = countingCompute(20);
-    await consoleFigure(t.db, key, c.compute, stored());
-    await consoleFigure(t.db, key, c.compute, stored());
+    await consoleFigure(t.db, key, c.compute, stored()); // computed once, over budget: stored from here on
     const seen = (await consoleFigure(t.db, key, c.compute, stored())).asOf!;
     await enrollOne();
     // Six clients of their own (as six web processes), each on its own connections.
@@ -144,8 +142,7 @@ describe('console figures', () => {
   it('a refresh claimed by a process that died is taken over once abandoned, not before', async () => {
     const key = newKey();
     const c = countingCompute(20);
-    await consoleFigure(t.db, key, c.compute, stored());
-    await consoleFigure(t.db, key, c.compute, stored());
+    await consoleFigure(t.db, key, c.compute, stored()); // computed once, over budget: stored from here on
     const seen = (await consoleFigure(t.db, key, c.compute, stored())).asOf!;
     const where = `WHERE "projectId" = $1 AND kind = $2 AND scope = $3`;
     await t.query(`UPDATE "ConsoleFigure" SET "refreshStartedAt" = now() - interval '1 minute' ${where}`, [projectId, key.kind, key.scope]);
