@@ -241,6 +241,34 @@ test('the enabled switch works (list and detail); a viewer sees no switch and no
   expect(refused.status()).toBe(403);
 });
 
+test('a switch clicked while the page is still loading waits for the page to come alive, and the click counts', async ({ browser }) => {
+  const page = await signedIn(browser, DEMO.MARKETER, '/workflows');
+  const id = (await trpcQuery<WorkflowSummary[]>(page.request, 'workflows.list', undefined)).find((w) => w.name === 'Order confirmation')!.id;
+  // A slow network: the page's scripts arrive 3 s after its server-rendered HTML, which
+  // already shows the switch.
+  await page.route('**/_next/static/chunks/**', async (route) => {
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    await route.continue();
+  });
+  await page.goto(`/workflows/${id}`, { waitUntil: 'commit' });
+  const toggle = page.getByRole('switch', { name: 'Enrollment into Order confirmation' });
+  await expect(toggle).toHaveAttribute('aria-checked', 'true');
+  // Not yet operable: a click now would be lost, so the switch says it cannot be used yet.
+  await expect(toggle).toBeDisabled();
+  await toggle.click({ timeout: 30_000 });
+  await expect(toggle).toHaveAttribute('aria-checked', 'false');
+  await expect
+    .poll(async () => (await trpcQuery<WorkflowSummary[]>(page.request, 'workflows.list', undefined)).find((w) => w.id === id)!.enabled)
+    .toBe(false);
+  await page.unroute('**/_next/static/chunks/**');
+  await toggle.click();
+  await expect(toggle).toHaveAttribute('aria-checked', 'true');
+  await expect
+    .poll(async () => (await trpcQuery<WorkflowSummary[]>(page.request, 'workflows.list', undefined)).find((w) => w.id === id)!.enabled)
+    .toBe(true);
+  await page.context().close();
+});
+
 test("stuck at a step: the Win-back campaign's poisoned wait counts as stuck, and its link lists it", async ({ browser }) => {
   const page = await signedIn(browser, DEMO.OPERATOR, '/workflows');
   await page.getByTestId('workflow-row-Win-back campaign').getByRole('link', { name: 'Win-back campaign', exact: true }).click();

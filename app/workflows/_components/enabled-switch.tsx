@@ -2,6 +2,7 @@
 
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
+import { useHydrated } from '../../_components/hydrated';
 import { useTRPC } from '../../_trpc/client';
 
 // Enable or disable enrollment into a workflow. Optimistic: the switch (and every cached
@@ -13,6 +14,8 @@ export function EnabledSwitch({ id, name, enabled, mayWrite, compact = false }: 
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const [error, setError] = useState<string | null>(null);
+  // Disabled until hydrated: a click on the server-rendered switch would otherwise do nothing.
+  const hydrated = useHydrated();
   const listKey = trpc.workflows.list.queryKey();
   const getKey = trpc.workflows.get.queryKey({ id });
 
@@ -55,7 +58,7 @@ export function EnabledSwitch({ id, name, enabled, mayWrite, compact = false }: 
         role="switch"
         aria-checked={enabled}
         aria-label={`Enrollment into ${name}`}
-        disabled={setEnabled.isPending}
+        disabled={!hydrated || setEnabled.isPending}
         onClick={() => setEnabled.mutate({ id, enabled: !enabled })}
         className={`relative inline-flex h-4.5 w-8 shrink-0 cursor-pointer items-center rounded-full transition-colors focus-visible:outline-2 focus-visible:outline-offset-2 focus-visible:outline-sky-600 disabled:cursor-wait ${
           enabled ? 'bg-emerald-600' : 'bg-zinc-300'
