@@ -1,5 +1,5 @@
-import type { DbTx } from '../db';
-import { ExecutionStatus } from '../generated/prisma/enums';
+import type { DbTx, Prisma } from '../db';
+import { ExecutionStatus, type StepType, type WorkflowTrigger } from '../generated/prisma/enums';
 import type { StuckReason, StuckScope } from '../repair/stuck';
 import { projectCountsFigure, type ProjectCounts } from './console-figures';
 
@@ -55,23 +55,31 @@ function emptyCounts(): ExecutionCounts {
  * The project's workflows with their step count and how many executions are in each
  * status (`countsAsOf`: null when counted for this read, else when they were counted).
  */
+interface WorkflowRow {
+  id: string;
+  name: string;
+  description: string | null;
+  trigger: WorkflowTrigger;
+  triggerEvent: string | null;
+  enabled: boolean;
+  allowReentry: boolean;
+  createdAt: Date;
+}
+
+/**
+ * The project's workflows with their step count and how many executions are in each
+ * status (`countsAsOf`: null when counted for this read, else when they were counted).
+ * One statement for the workflows (their step counts from the steps' unique index), read
+ * beside the counts figure.
+ */
 export async function listWorkflows(db: DbTx, s: StuckScope) {
   const [workflows, counts] = await Promise.all([
-    db.workflow.findMany({
-      where: { projectId: s.projectId },
-      orderBy: [{ name: 'asc' }, { id: 'asc' }],
-      select: {
-        id: true,
-        name: true,
-        description: true,
-        trigger: true,
-        triggerEvent: true,
-        enabled: true,
-        allowReentry: true,
-        createdAt: true,
-        _count: { select: { steps: true } },
-      },
-    }),
+    db.$queryRaw<(WorkflowRow & { stepCount: number })[]>`
+      SELECT w.id, w.name, w.description, w.trigger::text AS trigger, w."triggerEvent", w.enabled, w."allowReentry", w."createdAt",
+             (SELECT count(*)::int FROM "WorkflowStep" st WHERE st."workflowId" = w.id) AS "stepCount"
+        FROM "Workflow" w
+       WHERE w."projectId" = ${s.projectId}::uuid
+       ORDER BY w.name, w.id`,
     projectCountsFigure(db, s),
   ]);
   const byWorkflow = new Map(workflows.map((w) => [w.id, emptyCounts()]));
@@ -79,9 +87,8 @@ export async function listWorkflows(db: DbTx, s: StuckScope) {
     const workflowCounts = byWorkflow.get(row.workflowId);
     if (workflowCounts) workflowCounts[row.status as ExecutionStatus] += row.n;
   }
-  return workflows.map(({ _count, ...workflow }) => ({
+  return workflows.map((workflow) => ({
     ...workflow,
-    stepCount: _count.steps,
     executions: byWorkflow.get(workflow.id)!,
     countsAsOf: counts.asOf,
   }));
@@ -100,15 +107,29 @@ const NO_COUNTS: StepCounts = { running: 0, waiting: 0, stuck: 0, stuckReasons: 
  * null when the scope's project has no such workflow.
  */
 export async function workflowDetail(db: DbTx, s: StuckScope & { workflowId: string }) {
-  const workflow = await db.workflow.findFirst({
-    where: { id: s.workflowId, projectId: s.projectId },
-    include: {
-      steps: { orderBy: [{ createdAt: 'asc' }, { key: 'asc' }] },
-      transitions: true,
-    },
-  });
+  // One statement: the workflow with its steps (in the order they were defined) and its
+  // transitions, read beside the counts figure.
+  const [[workflow], figure] = await Promise.all([
+    db.$queryRaw<
+      (WorkflowRow & {
+        updatedAt: Date;
+        steps: { id: string; key: string; type: StepType; name: string; config: Prisma.JsonValue }[];
+        transitions: { id: string; fromStepId: string; toStepId: string; branch: string | null }[];
+      })[]
+    >`
+      SELECT w.id, w.name, w.description, w.trigger::text AS trigger, w."triggerEvent", w.enabled, w."allowReentry",
+             w."createdAt", w."updatedAt",
+             COALESCE((SELECT json_agg(json_build_object('id', st.id, 'key', st.key, 'type', st.type, 'name', st.name, 'config', st.config)
+                                       ORDER BY st."createdAt", st.key)
+                         FROM "WorkflowStep" st WHERE st."workflowId" = w.id), '[]'::json) AS steps,
+             COALESCE((SELECT json_agg(json_build_object('id', t.id, 'fromStepId', t."fromStepId", 'toStepId', t."toStepId", 'branch', t.branch)
+                                       ORDER BY t.id)
+                         FROM "WorkflowTransition" t WHERE t."workflowId" = w.id), '[]'::json) AS transitions
+        FROM "Workflow" w
+       WHERE w.id = ${s.workflowId}::uuid AND w."projectId" = ${s.projectId}::uuid`,
+    projectCountsFigure(db, s),
+  ]);
   if (!workflow) return null;
-  const figure = await projectCountsFigure(db, s);
   const counts = stepCountsOf(figure.value, s.workflowId);
   const keyOf = new Map(workflow.steps.map((step) => [step.id, step.key]));
   return {
