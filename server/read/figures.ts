@@ -50,19 +50,44 @@ export function figurePolicy(): FigurePolicy {
 }
 
 interface StoredFigure {
+  /** Serialized, or (parsed) this process's deserialized copy of the same computation. */
   value: unknown;
+  parsed: boolean;
   computedAt: Date;
   costMs: number;
   previousCostMs: number | null;
 }
 
+/**
+ * Stored figures this process has read, deserialized, by key: a read whose stored figure
+ * is the one cached here (same computedAt) is not sent the value again nor parses it (a
+ * big project's counts are tens of kilobytes of JSON).
+ */
+const parsed = new Map<string, { computedAt: Date; value: unknown }>();
+const PARSED_MAX = 500;
+
 async function storedFigure(db: DbTx, key: FigureKey): Promise<StoredFigure | null> {
-  const [row] = await db.$queryRaw<StoredFigure[]>`
+  const cached = parsed.get(keyText(key));
+  const [row] = await db.$queryRaw<(Omit<StoredFigure, 'value'> & { value: unknown | null })[]>`
     -- name: ConsoleFigureRead
-    SELECT value, "computedAt", "costMs", "previousCostMs"
+    SELECT CASE WHEN "computedAt" = ${cached?.computedAt ?? null}::timestamptz THEN NULL ELSE value END AS value,
+           "computedAt", "costMs", "previousCostMs"
       FROM "ConsoleFigure"
      WHERE "projectId" = ${key.projectId}::uuid AND kind = ${key.kind} AND scope = ${key.scope}`;
-  return row ?? null;
+  if (!row) return null;
+  if (row.value === null && cached && cached.computedAt.getTime() === row.computedAt.getTime()) return { ...row, value: cached.value, parsed: true };
+  return { ...row, value: row.value, parsed: false };
+}
+
+/** The stored figure's value, deserialized once per computation and process. */
+function storedValue<T>(key: FigureKey, stored: StoredFigure): T {
+  if (stored.parsed) return stored.value as T;
+  const value = superjson.deserialize<T>(stored.value as never);
+  const k = keyText(key);
+  parsed.delete(k);
+  if (parsed.size >= PARSED_MAX) parsed.delete(parsed.keys().next().value!);
+  parsed.set(k, { computedAt: stored.computedAt, value });
+  return value;
 }
 
 /** Run `compute`, measuring what it cost; `at` is when it began. */
@@ -121,7 +146,7 @@ export async function consoleFigure<T>(
   if (Date.now() - stored.computedAt.getTime() > policy.staleAfterMs(stored.costMs)) {
     startRefresh(db, key, compute, stored.computedAt);
   }
-  return { value: superjson.deserialize<T>(stored.value as never), asOf: stored.computedAt };
+  return { value: storedValue<T>(key, stored), asOf: stored.computedAt };
 }
 
 /** Start a refresh in the background, unless this process has one running for the figure already. */

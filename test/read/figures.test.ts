@@ -70,6 +70,30 @@ describe('console figures', () => {
     expect(c.runs).toBe(1);
   });
 
+  it('a stored figure read again is served from the process\'s parsed copy while it is the same computation, and a refresh replaces it', async () => {
+    const key = newKey();
+    const c = {
+      runs: 0,
+      // An object value, so that the parsed copy is seen as the same object.
+      compute: async (db: DbTx) => {
+        c.runs++;
+        const rows = await db.$queryRaw<ExecutionCount[]>(executionCountsQuery(projectId));
+        return { total: rows.reduce((a, r) => a + r.n, 0), run: c.runs };
+      },
+    };
+    await consoleFigure(t.db, key, c.compute, stored());
+    const first = await consoleFigure(t.db, key, c.compute, stored());
+    const again = await consoleFigure(t.db, key, c.compute, stored());
+    expect(first.value).toEqual({ total: enrolled, run: 1 });
+    expect(again.value).toBe(first.value); // not parsed again
+    expect(again.asOf).toEqual(first.asOf);
+    await enrollOne();
+    expect(await refreshFigure(t.db, key, c.compute, first.asOf!)).toBe(true);
+    const refreshed = await consoleFigure(t.db, key, c.compute, stored());
+    expect(refreshed.value).toEqual({ total: enrolled, run: 2 });
+    expect(refreshed.asOf!.getTime()).toBeGreaterThan(first.asOf!.getTime());
+  });
+
   it('one slow computation does not turn a cheap figure stored: two in a row over budget do', async () => {
     const key = newKey();
     let sleepMs = 0;
