@@ -64,7 +64,7 @@ interface StoredFigure {
  * big project's counts are tens of kilobytes of JSON).
  */
 const parsed = new Map<string, { computedAt: Date; value: unknown }>();
-const PARSED_MAX = 500;
+const PARSED_MAX = 100;
 
 async function storedFigure(db: DbTx, key: FigureKey): Promise<StoredFigure | null> {
   const cached = parsed.get(keyText(key));
