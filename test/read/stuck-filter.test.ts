@@ -20,6 +20,9 @@ const GRACE = 600;
 let t: TestDatabase;
 let projectId: string;
 let workflowIds: string[];
+/** Each workflow's wait step, in the workflows' order. */
+let waitStepIds: string[];
+let stuckContactId: string;
 
 beforeAll(async () => {
   t = await freshDatabase();
@@ -102,6 +105,17 @@ beforeAll(async () => {
       JOIN "WorkflowStep" ws ON ws.id = s."stepId"
      WHERE ws.key IN ('hello', 'start') AND (ws.key = 'hello' OR s.n % 29 = 0)`);
   await t.query('ANALYZE');
+  waitStepIds = (
+    await t.query<{ id: string }>(
+      `SELECT s.id FROM "WorkflowStep" s JOIN "Workflow" w ON w.id = s."workflowId" WHERE w."projectId" = $1 AND s.key = 'wait' ORDER BY w.name`,
+      [projectId],
+    )
+  ).map((r) => r.id);
+  // A contact with a failed execution among its three, so the filter has rows to find.
+  stuckContactId = (
+    await t.db.$queryRaw<{ id: string }[]>`
+      SELECT x."contactId" AS id FROM (${stuckQuery('FAILED', { projectId, graceSeconds: GRACE })}) x ORDER BY x."executionId" LIMIT 1`
+  )[0]!.id;
   workflowIds = (await t.db.workflow.findMany({ where: { projectId }, orderBy: { name: 'asc' }, select: { id: true } })).map((w) => w.id);
 }, 300_000);
 afterAll(async () => t?.drop());
@@ -120,6 +134,8 @@ async function expected(f: Filter & { stuck: StuckReason[] }): Promise<string[]>
   const conditions = [Prisma.sql`e."projectId" = ${projectId}::uuid`, Prisma.sql`e.id IN (SELECT x."executionId" FROM (${stuck}) x)`];
   if (f.workflowId) conditions.push(Prisma.sql`e."workflowId" = ${f.workflowId}::uuid`);
   if (f.status?.length) conditions.push(Prisma.sql`e.status::text = ANY(${f.status})`);
+  if (f.stepId) conditions.push(Prisma.sql`e."currentStepId" = ${f.stepId}::uuid`);
+  if (f.contact && 'id' in f.contact) conditions.push(Prisma.sql`e."contactId" = ${f.contact.id}::uuid`);
   if (f.contact && 'emailPrefix' in f.contact) conditions.push(Prisma.sql`c.email LIKE ${`${f.contact.emailPrefix}%`}`);
   if (f.since) conditions.push(Prisma.sql`e."startedAt" >= ${f.since}`);
   if (f.until) conditions.push(Prisma.sql`e."startedAt" < ${f.until}`);
@@ -180,6 +196,10 @@ describe('executions.list({ stuck }) against the stuck predicates read as a set'
     ['a status its reason excludes', () => ({ stuck: ['LEASE_EXPIRED'], status: ['WAITING'] })],
     ['an email prefix', () => ({ stuck: ['WAIT_OVERDUE', 'MESSAGE_UNCONFIRMED'], contact: { emailPrefix: 'c1' } })],
     ['a time window', () => ({ stuck: [...STUCK_REASONS], since: new Date(Date.now() - 300 * 60_000), until: new Date(Date.now() - 100 * 60_000) })],
+    ['an empty status list', () => ({ stuck: ['FAILED', 'MESSAGE_FAILED'], status: [] })],
+    ['a current step', () => ({ stuck: [...STUCK_REASONS], stepId: waitStepIds[0] })],
+    ['a current step and its workflow', () => ({ stuck: ['WAIT_OVERDUE', 'MESSAGE_UNCONFIRMED'], workflowId: workflowIds[0], stepId: waitStepIds[0] })],
+    ['a contact by id', () => ({ stuck: [...STUCK_REASONS], contact: { id: stuckContactId } })],
   ];
 
   it.each(filters)('%s: every page, forward and back, whatever the window', async (_, filter) => {
