@@ -302,3 +302,26 @@ test('the sidebar links every browsing page, with nothing marked "soon" among th
   }
   await page.context().close();
 });
+
+test('executions: a stuck chip clicked while the page is still loading counts once the page is alive, and filters the rows', async ({ browser }) => {
+  // Last in the file: the tests above read clocks that started in beforeAll.
+  const page = await signedIn(browser, DEMO.OPERATOR, '/');
+  // A slow network: the page's scripts arrive 3 s after its server-rendered HTML, which
+  // already shows the chips and every row. A chip that took the click then would move the
+  // address bar alone (Next.js hears of the URL only once its router runs) or nothing at
+  // all, and the rows would stay every execution under a URL saying stuck=FAILED.
+  await page.route('**/_next/static/chunks/**', async (route) => {
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    await route.continue();
+  });
+  await page.goto('/executions', { waitUntil: 'commit' });
+  const chip = page.getByRole('group', { name: 'Stuck because' }).getByRole('button', { name: /^FAILED/ });
+  await expect(page.getByTestId('execution-row')).toHaveCount(PAGE_SIZE);
+  await chip.click({ timeout: 30_000 });
+  await expect(page).toHaveURL(/stuck=FAILED/);
+  await expect(chip).toHaveAttribute('aria-pressed', 'true');
+  await expect(page.getByTestId('execution-row')).toHaveCount(1);
+  await expect(page.getByTestId('execution-row')).toContainText('Legacy newsletter import');
+  await page.unroute('**/_next/static/chunks/**');
+  await page.context().close();
+});

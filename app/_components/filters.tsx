@@ -2,6 +2,7 @@
 
 import { usePathname, useSearchParams } from 'next/navigation';
 import { useCallback, useEffect, useMemo, useState, type ReactNode } from 'react';
+import { useHydrated } from './hydrated';
 import { inputFromSearch, searchFromInput, type SearchSpec } from './search-params';
 
 /**
@@ -9,6 +10,13 @@ import { inputFromSearch, searchFromInput, type SearchSpec } from './search-para
  * history.replaceState (Next.js keeps useSearchParams in step), so filtering never adds a
  * history entry or re-renders the server page, and the address bar is always a link to
  * exactly this view. Changing a filter leaves the current page (drops the cursors).
+ *
+ * Next.js hears of history.replaceState only once its router is running (it patches it in
+ * an effect after hydration): a change written before that moves the address bar and
+ * nothing else, so the view keeps its old rows under a URL naming other filters. The
+ * controls below are therefore disabled until the page is hydrated (useHydrated), and so
+ * should a view's own control be that writes the URL (the executions view's selects are):
+ * a click is then refused visibly, never half taken.
  */
 export function useUrlInput(spec: SearchSpec) {
   const searchParams = useSearchParams();
@@ -40,13 +48,14 @@ export function useUrlInput(spec: SearchSpec) {
 }
 
 export function FilterBar({ children, onClear, active }: { children: ReactNode; onClear: () => void; active: boolean }) {
+  const hydrated = useHydrated();
   return (
     <div role="search" className="flex flex-wrap items-end gap-x-3 gap-y-2 border-b border-zinc-200 px-4 py-2.5">
       {children}
       <button
         type="button"
         onClick={onClear}
-        disabled={!active}
+        disabled={!hydrated || !active}
         className="h-7 rounded px-2 text-xs text-zinc-600 hover:bg-zinc-100 hover:text-zinc-900 disabled:text-zinc-300 disabled:hover:bg-transparent"
       >
         Clear filters
@@ -87,6 +96,7 @@ export function TextFilter({
   width?: string;
   list?: string;
 }) {
+  const hydrated = useHydrated();
   const [draft, setDraft] = useState(value ?? '');
   useEffect(() => setDraft(value ?? ''), [value]);
   useEffect(() => {
@@ -102,6 +112,7 @@ export function TextFilter({
         list={list}
         value={draft}
         placeholder={placeholder}
+        disabled={!hydrated}
         onChange={(e) => setDraft(e.target.value)}
         onKeyDown={(e) => e.key === 'Enter' && onApply(draft.trim() || undefined)}
         onBlur={() => draft !== (value ?? '') && onApply(draft.trim() || undefined)}
@@ -123,6 +134,7 @@ export function ChipGroup({
   selected: string[];
   onChange: (values: string[]) => void;
 }) {
+  const hydrated = useHydrated();
   return (
     <div role="group" aria-label={label} className="flex flex-col gap-0.5">
       <span className="text-[10.5px] font-medium tracking-wide text-zinc-500 uppercase">{label}</span>
@@ -134,9 +146,10 @@ export function ChipGroup({
               key={o.value}
               type="button"
               aria-pressed={on}
+              disabled={!hydrated}
               title={o.title}
               onClick={() => onChange(on ? selected.filter((v) => v !== o.value) : [...selected, o.value])}
-              className={`inline-flex h-7 items-center gap-1.5 rounded border px-2 text-xs whitespace-nowrap ${
+              className={`inline-flex h-7 items-center gap-1.5 rounded border px-2 text-xs whitespace-nowrap disabled:cursor-wait ${
                 on ? 'border-sky-600 bg-sky-600 text-white' : 'border-zinc-300 bg-white text-zinc-700 hover:border-zinc-400'
               }`}
             >
@@ -182,6 +195,7 @@ export function TimeRange({
   onChange: (range: { since?: string; until?: string }) => void;
   label?: string;
 }) {
+  const hydrated = useHydrated();
   return (
     <div role="group" aria-label={`${label} between`} className="flex items-end gap-1.5">
       <Field label={`${label} from`} htmlFor="range-since">
@@ -189,6 +203,7 @@ export function TimeRange({
           id="range-since"
           type="datetime-local"
           value={toLocalInput(since)}
+          disabled={!hydrated}
           onChange={(e) => onChange({ since: e.target.value ? new Date(e.target.value).toISOString() : undefined, until })}
           className={`${INPUT_CLASS} w-44`}
         />
@@ -198,6 +213,7 @@ export function TimeRange({
           id="range-until"
           type="datetime-local"
           value={toLocalInput(until)}
+          disabled={!hydrated}
           onChange={(e) => onChange({ since, until: e.target.value ? new Date(e.target.value).toISOString() : undefined })}
           className={`${INPUT_CLASS} w-44`}
         />
@@ -205,6 +221,7 @@ export function TimeRange({
       <select
         aria-label="Time range preset"
         value=""
+        disabled={!hydrated}
         onChange={(e) => {
           const preset = PRESETS.find((p) => p.key === e.target.value);
           if (preset) onChange({ since: new Date(Date.now() - preset.ms).toISOString(), until: undefined });
@@ -240,6 +257,7 @@ export function Pager({
   what: string;
   atStart: boolean;
 }) {
+  const hydrated = useHydrated();
   const button =
     'inline-flex h-7 items-center rounded border border-zinc-300 bg-white px-2.5 text-xs font-medium text-zinc-700 shadow-xs hover:border-zinc-400 disabled:cursor-not-allowed disabled:text-zinc-300 disabled:shadow-none';
   return (
@@ -248,13 +266,13 @@ export function Pager({
         {count.toLocaleString()} {what} on this page · newest first
       </span>
       <div className="ml-auto flex gap-1.5">
-        <button type="button" className={button} disabled={atStart} onClick={() => onPage({})}>
+        <button type="button" className={button} disabled={!hydrated || atStart} onClick={() => onPage({})}>
           Newest
         </button>
-        <button type="button" className={button} disabled={!prevCursor} onClick={() => prevCursor && onPage({ before: prevCursor })}>
+        <button type="button" className={button} disabled={!hydrated || !prevCursor} onClick={() => prevCursor && onPage({ before: prevCursor })}>
           ← Previous
         </button>
-        <button type="button" className={button} disabled={!nextCursor} onClick={() => nextCursor && onPage({ cursor: nextCursor })}>
+        <button type="button" className={button} disabled={!hydrated || !nextCursor} onClick={() => nextCursor && onPage({ cursor: nextCursor })}>
           Next →
         </button>
       </div>

@@ -9,6 +9,7 @@ import { StatusBadge, StuckBadge } from '../_components/badges';
 import { BulkRepair } from '../_components/bulk-repair';
 import { DataTable, useHeldRows, type Features } from '../_components/data-table';
 import { ChipGroup, Field, FilterBar, INPUT_CLASS, Pager, TextFilter, TimeRange, useUrlInput } from '../_components/filters';
+import { useHydrated } from '../_components/hydrated';
 import { Freshness, LIVE_REFRESH_MS, LoadState } from '../_components/panel';
 import { actionsForExecutions } from '../_components/stuck-actions';
 import { Age, RelativeTime } from '../_components/time';
@@ -99,6 +100,8 @@ const COLUMN_CLASS: Record<string, string> = {
 export function ExecutionsView({ executionReasons, role }: { executionReasons: StuckReason[]; role: Role }) {
   const trpc = useTRPC();
   const { input, setFilter, setPage, clear, replace } = useUrlInput(EXECUTION_SEARCH);
+  // The selects write the URL too: disabled until the page is hydrated (see useUrlInput).
+  const hydrated = useHydrated();
   const listInput = input as ListExecutionsInput;
   const workflowId = typeof input.workflowId === 'string' ? input.workflowId : undefined;
   const status = (input.status as string[] | undefined) ?? [];
@@ -128,6 +131,7 @@ export function ExecutionsView({ executionReasons, role }: { executionReasons: S
           <select
             id="filter-workflow"
             value={workflowId ?? ''}
+            disabled={!hydrated}
             onChange={(e) => {
               const { cursor: _c, before: _b, stepId: _s, ...rest } = input;
               replace({ ...rest, workflowId: e.target.value || undefined });
@@ -146,7 +150,7 @@ export function ExecutionsView({ executionReasons, role }: { executionReasons: S
           <select
             id="filter-step"
             value={typeof input.stepId === 'string' ? input.stepId : ''}
-            disabled={!workflowId}
+            disabled={!hydrated || !workflowId}
             title={workflowId ? undefined : 'Choose a workflow first'}
             onChange={(e) => setFilter('stepId', e.target.value || undefined)}
             className={`${INPUT_CLASS} w-40 disabled:bg-zinc-50 disabled:text-zinc-400`}

@@ -8,7 +8,7 @@ import { Prisma, type DbTx } from '../db';
 // (test/repair/stuck-explain.test.ts).
 
 export { STUCK_REASONS, STUCK_DESCRIPTIONS, SELF_HEALING, MESSAGE_REASONS, type StuckReason } from './stuck-reasons';
-import { STUCK_REASONS, type StuckReason } from './stuck-reasons';
+import { MESSAGE_REASONS, STUCK_REASONS, type StuckReason } from './stuck-reasons';
 
 /** Reasons whose subject is an event, not an execution. */
 export const EVENT_REASONS: readonly StuckReason[] = ['EVENT_DEAD', 'EVENT_PENDING'];
@@ -44,10 +44,14 @@ const workflowFilter = (s: StuckScope) =>
 /**
  * How a predicate is read. 'set': all of it (counts, groups, one execution's reasons),
  * the planner choosing its joins. 'page': a row at a time from the driving partial index,
- * each lookup fenced (below): for the stuck list's pages in `since` order, and for
- * executions.list's stuck filter, probed once per listed execution.
+ * each lookup fenced (below): for the stuck list's pages in `since` order. `{ execution }`:
+ * only the items of the one execution whose id is that expression (a column of an
+ * enclosing query, e.g. a LATERAL join's), read from the execution's side: the execution
+ * by its primary key, then its current step row or its emails by theirs, each fenced, so a
+ * probe costs a few index lookups whatever the estimates (executions.list's stuck filter
+ * and reasons column).
  */
-export type StuckReading = 'set' | 'page';
+export type StuckReading = 'set' | 'page' | { execution: Prisma.Sql };
 
 /**
  * Keeps a lookup, once per driving row, from being flattened into a join. Paging needs it:
@@ -80,6 +84,99 @@ const executionOf = (key: Prisma.Sql, conditions: Prisma.Sql, s: StuckScope, rea
     ${FENCE}) e`;
 const isLive = (reading: StuckReading) => (reading === 'page' ? Prisma.sql`AND e.live` : Prisma.empty);
 
+/**
+ * A probe's execution (see StuckReading): by primary key and fenced, so that no estimate
+ * of the reason's conditions on it (a now()-relative bound, a status) makes the planner
+ * read a partial index of every such execution instead. (Its own alias is one no
+ * enclosing query's `key` uses.)
+ */
+const probedExecution = (key: Prisma.Sql) => Prisma.sql`(
+    SELECT probed.id, probed."projectId", probed."workflowId", probed."contactId", probed.status, probed."currentStepId",
+           probed.version, probed."readyAt", probed."lastError", probed."finishedAt", probed."updatedAt"
+      FROM "WorkflowExecution" probed
+     WHERE probed.id = ${key}
+    ${FENCE}) e`;
+
+/**
+ * The execution status each execution reason requires (null: any, as an email's outcome
+ * does not depend on where its execution is), part of the predicates below and read by
+ * executions.list's stuck filter to walk only the executions in that status.
+ */
+export const STUCK_EXECUTION_STATUS: Record<StuckReason, 'RUNNING' | 'WAITING' | 'FAILED' | null> = {
+  WAIT_OVERDUE: 'WAITING',
+  LEASE_EXPIRED: 'RUNNING',
+  MISSING_STEP: 'RUNNING',
+  CONTINUATION_PENDING: 'WAITING',
+  FAILED: 'FAILED',
+  MESSAGE_UNCONFIRMED: null,
+  MESSAGE_FAILED: null,
+  EVENT_DEAD: null,
+  EVENT_PENDING: null,
+};
+const statusOf = (reason: StuckReason) => Prisma.raw(`'${STUCK_EXECUTION_STATUS[reason]}'`);
+
+/**
+ * A reason about the step row an execution is at (a wait, a lease): `step` holds the
+ * step row's conditions. Read as a set or a page it is driven by the step rows' partial
+ * index; probed, by the execution's key.
+ */
+function stepItem(
+  reason: StuckReason,
+  s: StuckScope,
+  reading: StuckReading,
+  columns: (executionId: Prisma.Sql) => Prisma.Sql,
+  step: Prisma.Sql,
+): Prisma.Sql {
+  if (typeof reading === 'object') {
+    return Prisma.sql`
+        SELECT ${columns(Prisma.sql`e.id`)}
+          FROM ${probedExecution(reading.execution)}
+          CROSS JOIN LATERAL (
+            SELECT s.* FROM "StepExecution" s WHERE s."executionId" = e.id AND s."stepId" = e."currentStepId" ${FENCE}) s
+         WHERE e."projectId" = ${s.projectId}::uuid AND e.status = ${statusOf(reason)} ${workflowFilter(s)} AND ${step}`;
+  }
+  return Prisma.sql`
+        SELECT ${columns(Prisma.sql`s."executionId"`)}
+          FROM "StepExecution" s
+          ${executionOf(Prisma.sql`s."executionId"`, Prisma.sql`AND e.status = ${statusOf(reason)} AND e."currentStepId" = s."stepId"`, s, reading)}
+         WHERE ${step} ${isLive(reading)}`;
+}
+
+/** The conditions on an email (a Message row, `m`) of a reason about an execution's emails. */
+function emailConditions(reason: 'MESSAGE_UNCONFIRMED' | 'MESSAGE_FAILED', s: StuckScope): Prisma.Sql {
+  return reason === 'MESSAGE_UNCONFIRMED'
+    ? Prisma.sql`m.status = 'SENDING' AND m."leaseExpiresAt" < ${grace(s)}`
+    : Prisma.sql`m.status = 'FAILED'`;
+}
+
+/**
+ * A reason about an email of the execution: `message` holds the Message row's conditions.
+ * Probed, the execution's emails are found by its id alone (fenced): with the conditions
+ * beside the key, the planner, misjudging a now()-relative bound, reads the reason's
+ * partial index whole for each probe.
+ */
+function messageItem(s: StuckScope, reading: StuckReading, columns: Prisma.Sql, message: Prisma.Sql): Prisma.Sql {
+  if (typeof reading === 'object') {
+    return Prisma.sql`
+        SELECT ${columns}
+          FROM ${probedExecution(reading.execution)}
+          CROSS JOIN LATERAL (SELECT m.* FROM "Message" m WHERE m."executionId" = e.id ${FENCE}) m
+         WHERE e."projectId" = ${s.projectId}::uuid ${workflowFilter(s)} AND m."projectId" = ${s.projectId}::uuid AND ${message}`;
+  }
+  return Prisma.sql`
+        SELECT ${columns}
+          FROM "Message" m
+          ${executionOf(Prisma.sql`m."executionId"`, Prisma.empty, s, reading)}
+         WHERE m."projectId" = ${s.projectId}::uuid AND ${message} ${isLive(reading)}`;
+}
+
+/** An event is no execution's: probed for one, an event reason has no items. */
+const noExecution = (reading: StuckReading) => (typeof reading === 'object' ? Prisma.sql`AND FALSE` : Prisma.empty);
+
+/** The executions an execution-driven reason reads: all of the project's, or (probed) the one. */
+const executionsOf = (reading: StuckReading) =>
+  typeof reading === 'object' ? probedExecution(reading.execution) : Prisma.sql`"WorkflowExecution" e`;
+
 /** The step row an execution is at: read as a set a plain join, as a page a fenced lookup (see FENCE). */
 const currentStepOf = (join: 'JOIN' | 'LEFT JOIN', conditions: Prisma.Sql, reading: StuckReading) =>
   reading === 'set'
@@ -97,21 +194,25 @@ const currentStepOf = (join: 'JOIN' | 'LEFT JOIN', conditions: Prisma.Sql, readi
 export function stuckQuery(reason: StuckReason, s: StuckScope, reading: StuckReading = 'set'): Prisma.Sql {
   switch (reason) {
     case 'WAIT_OVERDUE':
-      return Prisma.sql`
-        SELECT 'WAIT_OVERDUE' AS reason, s."executionId" AS "itemId", s."executionId", NULL::uuid AS "eventId", e."workflowId", e."contactId",
+      return stepItem(
+        reason,
+        s,
+        reading,
+        (executionId) => Prisma.sql`'WAIT_OVERDUE' AS reason, ${executionId} AS "itemId", ${executionId} AS "executionId", NULL::uuid AS "eventId", e."workflowId", e."contactId",
                s."dueAt" AS since,
-               jsonb_build_object('stepExecutionId', s.id, 'stepId', s."stepId", 'dueAt', s."dueAt", 'version', e.version) AS detail
-          FROM "StepExecution" s
-          ${executionOf(Prisma.sql`s."executionId"`, Prisma.sql`AND e.status = 'WAITING' AND e."currentStepId" = s."stepId"`, s, reading)}
-         WHERE s.status = 'WAITING' AND s."resolvedBy" IS NULL AND s."dueAt" < ${grace(s)} ${isLive(reading)}`;
+               jsonb_build_object('stepExecutionId', s.id, 'stepId', s."stepId", 'dueAt', s."dueAt", 'version', e.version) AS detail`,
+        Prisma.sql`s.status = 'WAITING' AND s."resolvedBy" IS NULL AND s."dueAt" < ${grace(s)}`,
+      );
     case 'LEASE_EXPIRED':
-      return Prisma.sql`
-        SELECT 'LEASE_EXPIRED' AS reason, s."executionId" AS "itemId", s."executionId", NULL::uuid AS "eventId", e."workflowId", e."contactId",
+      return stepItem(
+        reason,
+        s,
+        reading,
+        (executionId) => Prisma.sql`'LEASE_EXPIRED' AS reason, ${executionId} AS "itemId", ${executionId} AS "executionId", NULL::uuid AS "eventId", e."workflowId", e."contactId",
                s."leaseExpiresAt" AS since,
-               jsonb_build_object('stepExecutionId', s.id, 'stepId', s."stepId", 'attempt', s.attempt, 'leaseOwner', s."leaseOwner", 'version', e.version) AS detail
-          FROM "StepExecution" s
-          ${executionOf(Prisma.sql`s."executionId"`, Prisma.sql`AND e.status = 'RUNNING' AND e."currentStepId" = s."stepId"`, s, reading)}
-         WHERE s.status = 'RUNNING' AND s."leaseExpiresAt" < ${grace(s)} ${isLive(reading)}`;
+               jsonb_build_object('stepExecutionId', s.id, 'stepId', s."stepId", 'attempt', s.attempt, 'leaseOwner', s."leaseOwner", 'version', e.version) AS detail`,
+        Prisma.sql`s.status = 'RUNNING' AND s."leaseExpiresAt" < ${grace(s)}`,
+      );
     case 'MISSING_STEP':
       // Due for a worker for longer than the grace, and no worker holds its step: no
       // step row yet, or one waiting for its retry. (A held-but-dead step is LEASE_EXPIRED.)
@@ -119,21 +220,23 @@ export function stuckQuery(reason: StuckReason, s: StuckScope, reading: StuckRea
         SELECT 'MISSING_STEP' AS reason, e.id AS "itemId", e.id AS "executionId", NULL::uuid AS "eventId", e."workflowId", e."contactId",
                e."readyAt" AS since,
                jsonb_build_object('stepId', e."currentStepId", 'stepStatus', s.status, 'attempt', s.attempt, 'version', e.version) AS detail
-          FROM "WorkflowExecution" e
+          FROM ${executionsOf(reading)}
           ${currentStepOf('LEFT JOIN', Prisma.empty, reading)}
-         WHERE e.status = 'RUNNING' AND e."readyAt" < ${grace(s)}
+         WHERE e.status = ${statusOf(reason)} AND e."readyAt" < ${grace(s)}
            AND e."projectId" = ${s.projectId}::uuid
            AND (s.id IS NULL OR s.status <> 'RUNNING')
            ${workflowFilter(s)}`;
     case 'CONTINUATION_PENDING':
-      return Prisma.sql`
-        SELECT 'CONTINUATION_PENDING' AS reason, s."executionId" AS "itemId", s."executionId", s."resumeEventId" AS "eventId", e."workflowId", e."contactId",
+      return stepItem(
+        reason,
+        s,
+        reading,
+        (executionId) => Prisma.sql`'CONTINUATION_PENDING' AS reason, ${executionId} AS "itemId", ${executionId} AS "executionId", s."resumeEventId" AS "eventId", e."workflowId", e."contactId",
                s."resolvedAt" AS since,
                jsonb_build_object('stepExecutionId', s.id, 'stepId', s."stepId", 'resolvedBy', s."resolvedBy",
-                                  'branch', s."resolvedBranch", 'version', e.version) AS detail
-          FROM "StepExecution" s
-          ${executionOf(Prisma.sql`s."executionId"`, Prisma.sql`AND e.status = 'WAITING' AND e."currentStepId" = s."stepId"`, s, reading)}
-         WHERE s.status = 'WAITING' AND s."resolvedBy" IS NOT NULL AND s."resolvedAt" < ${grace(s)} ${isLive(reading)}`;
+                                  'branch', s."resolvedBranch", 'version', e.version) AS detail`,
+        Prisma.sql`s.status = 'WAITING' AND s."resolvedBy" IS NOT NULL AND s."resolvedAt" < ${grace(s)}`,
+      );
     case 'EVENT_DEAD':
       return Prisma.sql`
         SELECT 'EVENT_DEAD' AS reason, ev.id AS "itemId", NULL::uuid AS "executionId", ev.id AS "eventId", NULL::uuid AS "workflowId", ev."contactId",
@@ -142,7 +245,7 @@ export function stuckQuery(reason: StuckReason, s: StuckScope, reading: StuckRea
                                   'version', ev."dispatchAttempts") AS detail
           FROM "Event" ev
          WHERE ev."projectId" = ${s.projectId}::uuid AND ev."deadAt" IS NOT NULL
-           AND ${s.workflowId ?? null}::uuid IS NULL`;
+           AND ${s.workflowId ?? null}::uuid IS NULL ${noExecution(reading)}`;
     case 'EVENT_PENDING':
       return Prisma.sql`
         SELECT 'EVENT_PENDING' AS reason, ev.id AS "itemId", NULL::uuid AS "executionId", ev.id AS "eventId", NULL::uuid AS "workflowId", ev."contactId",
@@ -152,40 +255,42 @@ export function stuckQuery(reason: StuckReason, s: StuckScope, reading: StuckRea
           FROM "Event" ev
          WHERE ev."projectId" = ${s.projectId}::uuid AND ev."processedAt" IS NULL AND ev."deadAt" IS NULL
            AND ev."createdAt" < ${grace(s)}
-           AND ${s.workflowId ?? null}::uuid IS NULL`;
+           AND ${s.workflowId ?? null}::uuid IS NULL ${noExecution(reading)}`;
     case 'FAILED':
       return Prisma.sql`
         SELECT 'FAILED' AS reason, e.id AS "itemId", e.id AS "executionId", NULL::uuid AS "eventId", e."workflowId", e."contactId",
                COALESCE(e."finishedAt", e."updatedAt") AS since,
                jsonb_build_object('stepExecutionId', s.id, 'stepId', s."stepId", 'attempt', s.attempt, 'error', e."lastError",
                                   'version', e.version) AS detail
-          FROM "WorkflowExecution" e
+          FROM ${executionsOf(reading)}
           ${currentStepOf('JOIN', Prisma.sql`AND s.status = 'FAILED'`, reading)}
-         WHERE e."projectId" = ${s.projectId}::uuid AND e.status = 'FAILED'
+         WHERE e."projectId" = ${s.projectId}::uuid AND e.status = ${statusOf(reason)}
            ${workflowFilter(s)}`;
     case 'MESSAGE_UNCONFIRMED':
       // Claimed for sending (QUEUED -> SENDING) and never recorded SENT or FAILED: the
       // sender died between handing it to the transport and writing the outcome, so
       // nobody knows whether it went out. Its lease is the sender's deadline.
-      return Prisma.sql`
-        SELECT 'MESSAGE_UNCONFIRMED' AS reason, m.id AS "itemId", m."executionId", NULL::uuid AS "eventId", e."workflowId", e."contactId",
+      return messageItem(
+        s,
+        reading,
+        Prisma.sql`'MESSAGE_UNCONFIRMED' AS reason, m.id AS "itemId", m."executionId", NULL::uuid AS "eventId", e."workflowId", e."contactId",
                m."leaseExpiresAt" AS since,
                jsonb_build_object('messageId', m.id, 'stepExecutionId', m."stepExecutionId", 'status', m.status,
                                   'to', m."to", 'subject', m.subject, 'sender', m."leaseOwner", 'version', e.version,
-                                  'messageVersion', m.version) AS detail
-          FROM "Message" m
-          ${executionOf(Prisma.sql`m."executionId"`, Prisma.empty, s, reading)}
-         WHERE m."projectId" = ${s.projectId}::uuid AND m.status = 'SENDING' AND m."leaseExpiresAt" < ${grace(s)} ${isLive(reading)}`;
+                                  'messageVersion', m.version) AS detail`,
+        emailConditions(reason, s),
+      );
     case 'MESSAGE_FAILED':
-      return Prisma.sql`
-        SELECT 'MESSAGE_FAILED' AS reason, m.id AS "itemId", m."executionId", NULL::uuid AS "eventId", e."workflowId", e."contactId",
+      return messageItem(
+        s,
+        reading,
+        Prisma.sql`'MESSAGE_FAILED' AS reason, m.id AS "itemId", m."executionId", NULL::uuid AS "eventId", e."workflowId", e."contactId",
                m."createdAt" AS since,
                jsonb_build_object('messageId', m.id, 'stepExecutionId', m."stepExecutionId", 'status', m.status,
                                   'to', m."to", 'subject', m.subject, 'error', m.error, 'version', e.version,
-                                  'messageVersion', m.version) AS detail
-          FROM "Message" m
-          ${executionOf(Prisma.sql`m."executionId"`, Prisma.empty, s, reading)}
-         WHERE m."projectId" = ${s.projectId}::uuid AND m.status = 'FAILED' ${isLive(reading)}`;
+                                  'messageVersion', m.version) AS detail`,
+        emailConditions(reason, s),
+      );
   }
 }
 
@@ -389,14 +494,52 @@ export async function stuckReasonsOf(db: DbTx, s: StuckScope, executionId: strin
     SELECT * FROM (${union(executionReasons, s)}) x WHERE x."executionId" = ${executionId}::uuid`;
 }
 
+// ---------------------------------------------------------------------------
+// executions.list({ stuck }): the same predicates, read from both ends. A page walks the
+// list's own order and probes each execution (cheap while stuck ones are dense in it),
+// and past a window of executions falls back to the reasons' set (cheap while they are
+// few): server/read/executions.ts.
+
+/** The reasons of these whose items are executions' (not events'). */
+export const executionReasons = (reasons: readonly StuckReason[]) => reasons.filter((r) => !EVENT_REASONS.includes(r));
+
 /**
- * A SQL condition "e.id is stuck for one of these reasons", for executions.list({ stuck }).
- * Correlated, over the fenced form: the planner may walk the list's own index and probe
- * each execution (a page of WAIT_OVERDUE at 1,000,000 executions: 0.7 s -> 42 ms), and
- * where it does not, it builds the stuck set as before.
+ * The items of the one execution whose id is `key` (a column of an enclosing query) for
+ * these execution reasons, probed (see StuckReading): a few primary-key lookups each.
  */
-export function stuckExecutionFilter(reasons: readonly StuckReason[], s: StuckScope): Prisma.Sql {
-  const executionReasons = reasons.filter((r) => !EVENT_REASONS.includes(r));
-  if (executionReasons.length === 0) return Prisma.sql`FALSE`;
-  return Prisma.sql`EXISTS (SELECT 1 FROM (${union(executionReasons, s, 'page')}) x WHERE x."executionId" = e.id)`;
+export function stuckOfExecution(reasons: readonly StuckReason[], s: StuckScope, key: Prisma.Sql): Prisma.Sql {
+  return union(executionReasons(reasons), s, { execution: key });
+}
+
+/** The ids of the executions stuck for one of these execution reasons now: the predicates read as a set. */
+export function stuckExecutionIds(reasons: readonly StuckReason[], s: StuckScope): Prisma.Sql {
+  return Prisma.sql`SELECT x."executionId" FROM (${union(executionReasons(reasons), s)}) x`;
+}
+
+/**
+ * For reasons about emails only (an execution in any status may have one): the ids of the
+ * executions their emails name, from the emails' partial indexes, without the conditions
+ * on the execution itself — a superset of the stuck ones, cheap to hash, that a walk over
+ * the list's order tests each execution against before probing it. Null for other reasons.
+ */
+export function stuckEmailExecutionIds(reasons: readonly StuckReason[], s: StuckScope): Prisma.Sql | null {
+  const emails = executionReasons(reasons);
+  if (!emails.every((r): r is 'MESSAGE_UNCONFIRMED' | 'MESSAGE_FAILED' => MESSAGE_REASONS.includes(r))) return null;
+  return Prisma.join(
+    emails.map((r) => Prisma.sql`SELECT m."executionId" FROM "Message" m WHERE m."projectId" = ${s.projectId}::uuid AND ${emailConditions(r, s)}`),
+    ' UNION ALL ',
+  );
+}
+
+/**
+ * These reasons' execution reasons by the execution status they need: a stuck filter
+ * walks each status's executions on their own. Null: the emails' reasons, any status.
+ */
+export function stuckReasonsByStatus(reasons: readonly StuckReason[]): Map<string | null, StuckReason[]> {
+  const groups = new Map<string | null, StuckReason[]>();
+  for (const reason of executionReasons(reasons)) {
+    const status = STUCK_EXECUTION_STATUS[reason];
+    groups.set(status, [...(groups.get(status) ?? []), reason]);
+  }
+  return groups;
 }
