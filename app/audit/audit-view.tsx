@@ -7,6 +7,7 @@ import { useMemo, useState } from 'react';
 import { StatusBadge } from '../_components/badges';
 import { DataTable, useHeldRows, type Features } from '../_components/data-table';
 import { ChipGroup, FilterBar, Pager, TextFilter, TimeRange, useUrlInput } from '../_components/filters';
+import { useHydrated } from '../_components/hydrated';
 import { JsonView } from '../_components/json-view';
 import { Freshness, LIVE_REFRESH_MS, LoadState } from '../_components/panel';
 import { RelativeTime } from '../_components/time';
@@ -62,7 +63,7 @@ function targetHref(type: string, id: string): string | null {
 const helper = createColumnHelper<Features, Row>();
 
 /** The columns; clicking an actor, action or target narrows the log to it. */
-function columnsFor(setFilter: (key: string, value: string | undefined) => void) {
+function columnsFor(setFilter: (key: string, value: string | undefined) => void, hydrated: boolean) {
   return helper.columns([
     helper.accessor('at', { header: 'When', cell: (c) => <RelativeTime at={c.getValue()} className="text-zinc-600" /> }),
     helper.accessor('actor', {
@@ -70,6 +71,7 @@ function columnsFor(setFilter: (key: string, value: string | undefined) => void)
       cell: ({ row }) => (
         <button
           type="button"
+          disabled={!hydrated}
           onClick={() => setFilter('actor', row.original.actor)}
           title={`${row.original.actor} — show only this actor's entries`}
           className="max-w-48 truncate text-left text-zinc-800 hover:text-sky-700 hover:underline"
@@ -81,7 +83,7 @@ function columnsFor(setFilter: (key: string, value: string | undefined) => void)
     helper.accessor('action', {
       header: 'Action',
       cell: ({ row }) => (
-        <button type="button" onClick={() => setFilter('action', row.original.action)} title="Show only this action" className="font-mono text-xs hover:text-sky-700 hover:underline">
+        <button type="button" disabled={!hydrated} onClick={() => setFilter('action', row.original.action)} title="Show only this action" className="font-mono text-xs hover:text-sky-700 hover:underline">
           {row.original.action}
         </button>
       ),
@@ -106,6 +108,7 @@ function columnsFor(setFilter: (key: string, value: string | undefined) => void)
             )}
             <button
               type="button"
+              disabled={!hydrated}
               onClick={() => setFilter('targetId', targetId)}
               className="basis-full text-left text-[11px] text-zinc-400 hover:text-sky-700"
               title="Show only the entries about this target"
@@ -143,7 +146,9 @@ export function AuditView() {
   const held = useHeldRows<Row>(JSON.stringify(input), list.isPlaceholderData ? undefined : (list.data?.items as Row[] | undefined), pointerInside);
   const filtered = Object.keys(input).some((k) => k !== 'cursor' && k !== 'before');
 
-  const columns = useMemo(() => columnsFor(setFilter), [setFilter]);
+  // The narrowing buttons write the URL: live only once the page is (see useUrlInput).
+  const hydrated = useHydrated();
+  const columns = useMemo(() => columnsFor(setFilter, hydrated), [setFilter, hydrated]);
 
   return (
     <section aria-label="Audit entries" className="overflow-hidden rounded-md border border-zinc-200 bg-white shadow-xs">

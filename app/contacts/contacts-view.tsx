@@ -8,6 +8,7 @@ import { useEffect, useMemo, useState } from 'react';
 import { Badge } from '../_components/badges';
 import { DataTable, useHeldRows, type Features } from '../_components/data-table';
 import { Field, FilterBar, INPUT_CLASS, Pager, TextFilter, useUrlInput } from '../_components/filters';
+import { useHydrated } from '../_components/hydrated';
 import { JsonObjectField, issuesUnder, parseJsonObject } from '../_components/json-object-field';
 import { Freshness, LIVE_REFRESH_MS, LoadState } from '../_components/panel';
 import { RelativeTime } from '../_components/time';
@@ -45,6 +46,8 @@ function DataFilter({
     setValue(dataValue ?? '');
   }, [dataKey, dataValue]);
   const half = (key.trim() === '') !== (value.trim() === '');
+  // It writes the URL: live only once the page is (see useUrlInput).
+  const hydrated = useHydrated();
   return (
     <form
       role="group"
@@ -57,13 +60,13 @@ function DataFilter({
       }}
     >
       <Field label="Data field" htmlFor="filter-data-key">
-        <input id="filter-data-key" value={key} onChange={(e) => setKey(e.target.value)} placeholder="key, e.g. plan" className={`${INPUT_CLASS} w-32`} />
+        <input id="filter-data-key" disabled={!hydrated} value={key} onChange={(e) => setKey(e.target.value)} placeholder="key, e.g. plan" className={`${INPUT_CLASS} w-32`} />
       </Field>
       <span className="pb-1 text-zinc-400">=</span>
       <Field label="Value" htmlFor="filter-data-value">
-        <input id="filter-data-value" value={value} onChange={(e) => setValue(e.target.value)} placeholder="e.g. pro" className={`${INPUT_CLASS} w-32`} />
+        <input id="filter-data-value" disabled={!hydrated} value={value} onChange={(e) => setValue(e.target.value)} placeholder="e.g. pro" className={`${INPUT_CLASS} w-32`} />
       </Field>
-      <button type="submit" disabled={half} className={`${button} border-zinc-300 bg-white text-zinc-700 hover:border-zinc-400`} title={half ? 'Give both a key and a value' : undefined}>
+      <button type="submit" disabled={!hydrated || half} className={`${button} border-zinc-300 bg-white text-zinc-700 hover:border-zinc-400`} title={half ? 'Give both a key and a value' : undefined}>
         Search
       </button>
     </form>

@@ -7,6 +7,7 @@ import { SELF_HEALING, STUCK_DESCRIPTIONS, STUCK_REASONS, type StuckReason } fro
 import { StuckBadge } from '../_components/badges';
 import { BulkRepair, type BulkFilterInput } from '../_components/bulk-repair';
 import { Field, FilterBar, INPUT_CLASS, useUrlInput } from '../_components/filters';
+import { useHydrated } from '../_components/hydrated';
 import { Freshness, LIVE_REFRESH_MS, LoadState } from '../_components/panel';
 import { actionsFor, subjectOf } from '../_components/stuck-actions';
 import { Age, RelativeTime } from '../_components/time';
@@ -59,6 +60,8 @@ export function StuckView({ role }: { role: Role }) {
   const workflows = useQuery(trpc.workflows.list.queryOptions());
   const [selected, setSelected] = useState<Group | null>(null);
   const mayRepair = atLeast(role, 'OPERATOR');
+  // The selects write the URL: live only once the page is (see useUrlInput).
+  const hydrated = useHydrated();
   const filtered = Object.keys(input).length > 0;
   const total = groups.data?.groups.reduce((n, g) => n + g.count, 0) ?? 0;
 
@@ -70,6 +73,7 @@ export function StuckView({ role }: { role: Role }) {
             <select
               id="filter-workflow"
               value={typeof input.workflowId === 'string' ? input.workflowId : ''}
+              disabled={!hydrated}
               onChange={(e) => setFilter('workflowId', e.target.value || undefined)}
               className={`${INPUT_CLASS} w-48`}
             >
@@ -85,6 +89,7 @@ export function StuckView({ role }: { role: Role }) {
             <select
               id="filter-reason"
               value={typeof input.reason === 'string' ? input.reason : ''}
+              disabled={!hydrated}
               onChange={(e) => setFilter('reason', e.target.value || undefined)}
               className={`${INPUT_CLASS} w-52`}
             >
