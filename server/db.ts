@@ -149,12 +149,20 @@ async function runPrepared(on: pg.Pool | pg.PoolClient, args: RawArgs, opening?:
  */
 class BeginThenQuery extends (pg.Query as unknown as new (config: pg.QueryConfig) => PgQueryInternals) {
   private begun = false;
+  /** Counting ParseCompletes, when this statement is parsed with the BEGIN (see handleError). */
+  private parses: { count: number; stop(): void } | null = null;
 
   constructor(config: pg.QueryConfig) {
     super({ ...config, queryMode: 'extended' } as pg.QueryConfig);
   }
 
   override submit(connection: PgConnectionInternals): Error | null {
+    if (this.name && !this.hasBeenParsed(connection)) {
+      const parses = { count: 0, stop: () => connection.removeListener('parseComplete', onParse) };
+      const onParse = () => void parses.count++;
+      connection.on('parseComplete', onParse);
+      this.parses = parses;
+    }
     connection.stream.cork?.();
     try {
       connection.parse({ text: 'BEGIN', name: '', types: [] });
@@ -173,18 +181,50 @@ class BeginThenQuery extends (pg.Query as unknown as new (config: pg.QueryConfig
     }
     super.handleCommandComplete(msg, connection);
   }
+
+  /**
+   * node-postgres records the active query's statement as parsed on the first
+   * ParseComplete, which here is BEGIN's. When this statement's own Parse then fails (a
+   * syntax error, a table or column that is not there), that record would make every later
+   * use of the statement on this connection skip its Parse and fail with "prepared
+   * statement does not exist": it is taken back unless a second ParseComplete (this
+   * statement's) came.
+   */
+  override handleError(error: unknown, connection: PgConnectionInternals): void {
+    const parses = this.parses;
+    this.parses = null;
+    if (parses) {
+      parses.stop();
+      if (parses.count < 2 && this.name) delete connection.parsedStatements[this.name];
+    }
+    super.handleError(error, connection);
+  }
+
+  override handleReadyForQuery(connection: PgConnectionInternals): void {
+    this.parses?.stop();
+    this.parses = null;
+    super.handleReadyForQuery(connection);
+  }
 }
 
 /** What BeginThenQuery uses of node-postgres's Query and Connection (not in its typings). */
 interface PgConnectionInternals {
   stream: { cork?(): void; uncork?(): void };
+  /** Statement name -> text of the named statements this connection has parsed. */
+  parsedStatements: Record<string, string>;
+  on(event: 'parseComplete', listener: () => void): void;
+  removeListener(event: 'parseComplete', listener: () => void): void;
   parse(m: { text: string; name: string; types: unknown[] }): void;
   bind(m: { portal: string; statement: string; values: unknown[] }): void;
   execute(m: { portal: string; rows: number }): void;
 }
 interface PgQueryInternals {
+  name?: string;
+  hasBeenParsed(connection: PgConnectionInternals): boolean;
   submit(connection: PgConnectionInternals): Error | null;
   handleCommandComplete(msg: unknown, connection: PgConnectionInternals): void;
+  handleError(error: unknown, connection: PgConnectionInternals): void;
+  handleReadyForQuery(connection: PgConnectionInternals): void;
 }
 
 function rawOver(on: pg.Pool | pg.PoolClient, opening?: { begun: boolean }) {
