@@ -108,9 +108,9 @@ const NO_COUNTS: StepCounts = { running: 0, waiting: 0, stuck: 0, stuckReasons: 
  */
 export async function workflowDetail(db: DbTx, s: StuckScope & { workflowId: string }) {
   // One statement: the workflow with its steps (in the order they were defined) and its
-  // transitions, read beside the counts figure.
-  const [[workflow], figure] = await Promise.all([
-    db.$queryRaw<
+  // transitions; then, for a workflow of the project only, the counts figure (which a
+  // read may compute and store: a refused read writes nothing).
+  const [workflow] = await db.$queryRaw<
       (WorkflowRow & {
         updatedAt: Date;
         steps: { id: string; key: string; type: StepType; name: string; config: Prisma.JsonValue }[];
@@ -126,10 +126,9 @@ export async function workflowDetail(db: DbTx, s: StuckScope & { workflowId: str
                                        ORDER BY t.id)
                          FROM "WorkflowTransition" t WHERE t."workflowId" = w.id), '[]'::json) AS transitions
         FROM "Workflow" w
-       WHERE w.id = ${s.workflowId}::uuid AND w."projectId" = ${s.projectId}::uuid`,
-    projectCountsFigure(db, s),
-  ]);
+       WHERE w.id = ${s.workflowId}::uuid AND w."projectId" = ${s.projectId}::uuid`;
   if (!workflow) return null;
+  const figure = await projectCountsFigure(db, s);
   const counts = stepCountsOf(figure.value, s.workflowId);
   const keyOf = new Map(workflow.steps.map((step) => [step.id, step.key]));
   return {
