@@ -51,10 +51,7 @@ function emptyCounts(): ExecutionCounts {
   return Object.fromEntries(Object.values(ExecutionStatus).map((status) => [status, 0])) as ExecutionCounts;
 }
 
-/**
- * The project's workflows with their step count and how many executions are in each
- * status (`countsAsOf`: null when counted for this read, else when they were counted).
- */
+/** A workflow's own columns, as workflows.list and workflows.get read them. */
 interface WorkflowRow {
   id: string;
   name: string;
