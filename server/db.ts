@@ -127,14 +127,40 @@ function toSql([strings, ...values]: RawArgs): Prisma.Sql {
   return strings instanceof Prisma.Sql ? strings : Prisma.sql(strings, ...values);
 }
 
-async function runPrepared(on: pg.Pool | pg.PoolClient, args: RawArgs, opening?: { begun: boolean }): Promise<pg.QueryResult> {
+/**
+ * Where a raw engine transaction stands, for its statements: `begun` once BEGIN has gone
+ * out (with the first statement); `closing` 'armed' when the next statement is the last
+ * and carries the COMMIT, 'sent' once it has gone (nothing may follow it).
+ */
+interface TransactionState {
+  begun: boolean;
+  closing?: 'armed' | 'sent';
+}
+
+async function runPrepared(on: pg.Pool | pg.PoolClient, args: RawArgs, state?: TransactionState): Promise<pg.QueryResult> {
   const sql = toSql(args);
   const config = { name: statementName(sql.text), text: sql.text, values: sql.values as unknown[], types: prismaTypes };
-  if (!opening || opening.begun) return on.query(config);
-  opening.begun = true;
-  // A query object of one's own is answered through its callback, not a promise.
+  if (state?.closing === 'sent') {
+    throw new Error('this raw transaction has committed with its closing statement: a statement after it would run outside it');
+  }
+  if (state?.closing === 'armed') {
+    state.closing = 'sent';
+    // The transaction's only statement needs no transaction: on its own it is atomic.
+    if (!state.begun) return on.query(config);
+    return submitted(on, new QueryThenCommit(config));
+  }
+  if (!state || state.begun) return on.query(config);
+  state.begun = true;
+  return submitted(on, new BeginThenQuery(config));
+}
+
+/** A query object of one's own, run on `on`: it is answered through its callback, not a promise. */
+function submitted(
+  on: pg.Pool | pg.PoolClient,
+  query: PgQueryInternals & { callback?: (error: Error | null, result: pg.QueryResult) => void },
+): Promise<pg.QueryResult> {
   return new Promise((resolve, reject) => {
-    const query = new BeginThenQuery({ ...config, callback: (error: Error | null, result: pg.QueryResult) => (error ? reject(error) : resolve(result)) } as pg.QueryConfig);
+    query.callback = (error, result) => (error ? reject(error) : resolve(result));
     void on.query(query as unknown as pg.QueryConfig);
   });
 }
@@ -207,6 +233,41 @@ class BeginThenQuery extends (pg.Query as unknown as new (config: pg.QueryConfig
   }
 }
 
+/**
+ * A transaction's closing statement with its COMMIT behind it, sent together: one round
+ * trip for both. The statement (parse once per connection, bind, describe, execute) and
+ * COMMIT (parse, bind, execute) go in one write before a single Sync, so the server runs
+ * them in order. If the statement fails, the server skips COMMIT up to the Sync and the
+ * transaction is left aborted: this query fails with the statement's error and the caller
+ * rolls back as for any failed statement. If COMMIT itself fails (a deferred check, a
+ * serialization failure), the transaction is over, rolled back, and this query fails with
+ * COMMIT's error: the caller's ROLLBACK then finds no transaction, which is harmless.
+ * COMMIT's own completion is not a result: the answer is the statement's.
+ */
+class QueryThenCommit extends (pg.Query as unknown as new (config: pg.QueryConfig) => PgQueryInternals) {
+  private completed = false;
+
+  constructor(config: pg.QueryConfig) {
+    super({ ...config, queryMode: 'extended' } as pg.QueryConfig);
+  }
+
+  /** node-postgres's last step of `prepare` (and of a suspended portal, which this never is): execute, then Sync. */
+  override _getRows(connection: PgConnectionInternals, rows?: number): void {
+    if (rows) throw new Error('a closing statement reads its rows at once');
+    connection.execute({ portal: '', rows: 0 });
+    connection.parse({ text: 'COMMIT', name: '', types: [] });
+    connection.bind({ portal: '', statement: '', values: [] });
+    connection.execute({ portal: '', rows: 0 });
+    connection.sync();
+  }
+
+  override handleCommandComplete(msg: unknown, connection: PgConnectionInternals): void {
+    if (this.completed) return;
+    this.completed = true;
+    super.handleCommandComplete(msg, connection);
+  }
+}
+
 /** What BeginThenQuery uses of node-postgres's Query and Connection (not in its typings). */
 interface PgConnectionInternals {
   stream: { cork?(): void; uncork?(): void };
@@ -217,6 +278,7 @@ interface PgConnectionInternals {
   parse(m: { text: string; name: string; types: unknown[] }): void;
   bind(m: { portal: string; statement: string; values: unknown[] }): void;
   execute(m: { portal: string; rows: number }): void;
+  sync(): void;
 }
 interface PgQueryInternals {
   name?: string;
@@ -225,12 +287,13 @@ interface PgQueryInternals {
   handleCommandComplete(msg: unknown, connection: PgConnectionInternals): void;
   handleError(error: unknown, connection: PgConnectionInternals): void;
   handleReadyForQuery(connection: PgConnectionInternals): void;
+  _getRows(connection: PgConnectionInternals, rows?: number): void;
 }
 
-function rawOver(on: pg.Pool | pg.PoolClient, opening?: { begun: boolean }) {
+function rawOver(on: pg.Pool | pg.PoolClient, state?: TransactionState) {
   return {
-    $queryRaw: async (...args: RawArgs) => (await runPrepared(on, args, opening)).rows,
-    $executeRaw: async (...args: RawArgs) => (await runPrepared(on, args, opening)).rowCount ?? 0,
+    $queryRaw: async (...args: RawArgs) => (await runPrepared(on, args, state)).rows,
+    $executeRaw: async (...args: RawArgs) => (await runPrepared(on, args, state)).rowCount ?? 0,
   };
 }
 
@@ -254,17 +317,25 @@ export function preparedRaw<T extends DbTx>(db: T): T {
 
 /**
  * A transaction of raw statements only, on one pooled connection, for a preparedRaw()
- * client: BEGIN, `fn`, COMMIT (ROLLBACK if it throws); BEGIN travels with the first statement. Null for any other client, whose
- * caller uses Prisma's $transaction. Inside, only $queryRaw and $executeRaw exist: a model
- * call there would run outside the transaction, so it is refused.
+ * client: BEGIN, `fn`, COMMIT (ROLLBACK if it throws). BEGIN travels with the first
+ * statement (BeginThenQuery). With `closing`, its one statement, run after `fn` with fn's
+ * value, carries the COMMIT (QueryThenCommit): a transaction that ends with a write (an
+ * audit entry) saves the round trip of its COMMIT. `closing` must run exactly one
+ * statement and nothing that can fail after it; a second statement is refused. Null for
+ * any other client, whose caller uses Prisma's $transaction. Inside, only $queryRaw and
+ * $executeRaw exist: a model call there would run outside the transaction, so it is refused.
  */
-export async function preparedTransaction<T>(db: DbTx, fn: (tx: DbTx) => Promise<T>): Promise<{ value: T } | null> {
+export async function preparedTransaction<T>(
+  db: DbTx,
+  fn: (tx: DbTx) => Promise<T>,
+  closing?: (tx: DbTx, value: T) => Promise<unknown>,
+): Promise<{ value: T } | null> {
   const pool = (db as unknown as { [POOL]?: pg.Pool })[POOL];
   if (!pool) return null;
   const client = await pool.connect();
   // BEGIN goes out with the first statement (BeginThenQuery); a transaction that ran none has nothing to end.
-  const opening = { begun: false };
-  const raw = rawOver(client, opening);
+  const state: TransactionState = { begun: false };
+  const raw = rawOver(client, state);
   const tx = new Proxy({} as DbTx, {
     get(_, prop) {
       if (prop === '$queryRaw' || prop === '$executeRaw') return raw[prop];
@@ -275,10 +346,17 @@ export async function preparedTransaction<T>(db: DbTx, fn: (tx: DbTx) => Promise
   let broken = false;
   try {
     const value = await fn(tx);
-    if (opening.begun) await client.query('COMMIT');
+    if (closing) {
+      state.closing = 'armed';
+      await closing(tx, value);
+    }
+    // COMMIT on its own unless the closing statement carried it.
+    if (state.begun && state.closing !== 'sent') await client.query('COMMIT');
     return { value };
   } catch (error) {
-    if (opening.begun) await client.query('ROLLBACK').catch(() => (broken = true));
+    // After a closing statement that failed, the transaction is aborted (its statement
+    // failed) or over (its COMMIT failed): ROLLBACK ends the first, and is a no-op for the second.
+    if (state.begun) await client.query('ROLLBACK').catch(() => (broken = true));
     throw error;
   } finally {
     client.release(broken);

@@ -1,5 +1,4 @@
 import type { DbTx } from '../db';
-import { WAKEUP_CHANNEL } from './wakeup';
 
 // The audit log (I8): every manual action — by a person or an API key — with actor,
 // action, target, reason, before/after and outcome, written by the caller inside the
@@ -43,23 +42,5 @@ export async function writeAudit(db: DbTx, a: AuditInput): Promise<string> {
     VALUES (${a.projectId}::uuid, ${a.actor}, ${a.action}, ${a.targetType}, ${a.targetId}, ${a.reason ?? null}::text,
             ${jsonText(a.before)}::jsonb, ${jsonText(a.after)}::jsonb, ${a.outcome}::"AuditOutcome")
     RETURNING id`;
-  return entry!.id;
-}
-
-/**
- * writeAudit, and when `wake` wake the workers at commit (notifyWorkers) in the same
- * statement: one round trip fewer for a change whose transaction ends with both (an
- * enrollment through the API).
- */
-export async function writeAuditAndWake(db: DbTx, a: AuditInput, wake: boolean): Promise<string> {
-  const [entry] = await db.$queryRaw<{ id: string }[]>`
-    -- writeAuditAndWake
-    WITH entry AS (
-      INSERT INTO "AuditEntry" ("projectId", actor, action, "targetType", "targetId", reason, before, after, outcome)
-      VALUES (${a.projectId}::uuid, ${a.actor}, ${a.action}, ${a.targetType}, ${a.targetId}, ${a.reason ?? null}::text,
-              ${jsonText(a.before)}::jsonb, ${jsonText(a.after)}::jsonb, ${a.outcome}::"AuditOutcome")
-      RETURNING id)
-    SELECT entry.id, woke.woke
-      FROM entry LEFT JOIN LATERAL (SELECT pg_notify(${WAKEUP_CHANNEL}, '')::text AS woke WHERE ${wake}::boolean) woke ON true`;
   return entry!.id;
 }

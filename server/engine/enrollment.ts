@@ -1,7 +1,8 @@
 import { preparedRaw, type Db, type DbTx } from '../db';
-import { writeAuditAndWake, type Acting } from './audit';
+import { writeAudit, type Acting } from './audit';
 import { insertExecutions } from './claims';
 import { inEngineTransaction } from './transaction';
+import { wakeWorkersSoon } from './wakeup';
 
 // One enrollment function for every entry point: the API, the console, CSV import and
 // tracked events. It takes a batch (one row for a single enrollment, up to a chunk of a
@@ -60,17 +61,16 @@ export async function enroll(db: DbTx, input: EnrollInput): Promise<EnrollResult
 
 /**
  * enrollments.enroll: enroll one contact with the call's audit entry in the same
- * transaction, accepted or refused, and wake the workers for it when it commits.
+ * transaction, accepted or refused, and wake the workers for it once it has committed.
  */
 export async function enrollAudited(db: Db, by: Acting, input: Omit<EnrollInput, 'projectId'>): Promise<EnrollResult> {
-  // One raw transaction (the enrollment's statements and its audit entry) over prepared statements.
-  const result = await inEngineTransaction(preparedRaw(db), async (tx) => {
-    const r = await enroll(tx, { ...input, projectId: by.projectId });
-    // The audit entry and, for an accepted enrollment, the workers' wake-up (delivered at
-    // commit, never for a rolled-back transaction) are one statement of the transaction.
-    await writeAuditAndWake(
-      tx,
-      {
+  // One raw transaction over prepared statements: the enrollment's statements, then its
+  // audit entry, which carries the COMMIT (one round trip for both).
+  const result = await inEngineTransaction(
+    preparedRaw(db),
+    (tx) => enroll(tx, { ...input, projectId: by.projectId }),
+    (tx, r) =>
+      writeAudit(tx, {
         ...by,
         action: 'enrollments.enroll',
         targetType: r.ok ? 'execution' : 'workflow',
@@ -78,11 +78,11 @@ export async function enrollAudited(db: Db, by: Acting, input: Omit<EnrollInput,
         outcome: r.ok ? 'APPLIED' : 'REJECTED',
         before: { workflowId: input.workflowId, contactId: input.contactId ?? null, email: input.email ?? null },
         after: r,
-      },
-      r.ok,
-    );
-    return r;
-  });
+      }),
+  );
+  // After the commit, never inside it: a transaction that notifies holds NOTIFY's global
+  // lock through its WAL flush, so concurrent enrollments would commit one at a time.
+  if (result.ok && result.created) wakeWorkersSoon(db);
   return result;
 }
 

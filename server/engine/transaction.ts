@@ -16,8 +16,23 @@ function isClient(db: DbTx): db is Db {
   return typeof (db as Partial<Db>).$transaction === 'function';
 }
 
-export async function inEngineTransaction<T>(db: DbTx, fn: (tx: DbTx) => Promise<T>): Promise<T> {
-  if (!isClient(db)) return fn(db);
-  const raw = await preparedTransaction(db, fn);
-  return raw ? raw.value : db.$transaction((tx) => fn(tx), OPTIONS);
+/**
+ * `fn` in one transaction; then `closing`, the transaction's last statement, with fn's
+ * value (an audit entry that records what fn did). Over the client's pg pool the closing
+ * statement carries the COMMIT (server/db.ts, preparedTransaction): it must run exactly
+ * one statement and nothing that can fail after it.
+ */
+export async function inEngineTransaction<T>(
+  db: DbTx,
+  fn: (tx: DbTx) => Promise<T>,
+  closing?: (tx: DbTx, value: T) => Promise<unknown>,
+): Promise<T> {
+  const both = async (tx: DbTx) => {
+    const value = await fn(tx);
+    if (closing) await closing(tx, value);
+    return value;
+  };
+  if (!isClient(db)) return both(db);
+  const raw = await preparedTransaction(db, fn, closing);
+  return raw ? raw.value : db.$transaction((tx) => both(tx), OPTIONS);
 }
