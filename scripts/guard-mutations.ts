@@ -22,6 +22,45 @@ interface Mutation {
 
 const MUTATIONS: Mutation[] = [
   {
+    guard: 'the pool takes a client back only when it is idle outside a transaction (a released open transaction is discarded)',
+    edits: [
+      {
+        file: 'server/db.ts',
+        find: `const broken = err || reusable(client) ? err : new Error(`,
+        replace: `const broken = err || true ? err : new Error(`,
+      },
+    ],
+    test: 'test/reliability/pooled-connection-state.test.ts',
+    scenario: 'a client released inside a transaction is not handed to the next borrower',
+    rounds: 1,
+  },
+  {
+    guard: 'a read timeout drops the connection (nothing more is sent on a session in an unknown state)',
+    edits: [
+      {
+        file: 'server/db.ts',
+        find: `if (error instanceof Error && error.message === 'Query read timeout') (this as unknown as PgClientState).connection.stream.destroy();`,
+        replace: `void error;`,
+      },
+    ],
+    test: 'test/reliability/pooled-connection-state.test.ts',
+    scenario: 'the statement after a read timeout is not sent on the timed-out session',
+    rounds: 1,
+  },
+  {
+    guard: "the server's statement and idle-in-transaction timeouts stand below the client's query timeout",
+    edits: [
+      {
+        file: 'server/db.ts',
+        find: `    ...(serverBoundMs ? { statement_timeout: serverBoundMs, idle_in_transaction_session_timeout: serverBoundMs } : {}),\n`,
+        replace: ``,
+      },
+    ],
+    test: 'test/reliability/pooled-connection-state.test.ts',
+    scenario: 'a statement waiting on a lock past the bound is cancelled by the server',
+    rounds: 1,
+  },
+  {
     guard: 'claimWait resolves only an unresolved WAITING row (I4)',
     edits: [
       {
