@@ -323,6 +323,33 @@ const MUTATIONS: Mutation[] = [
     scenario: 'never resumes the wait, even while the timer lags',
     rounds: 1,
   },
+  {
+    guard: 'an enrollment that lost to an execution finished since inserts again (allowReentry, I1)',
+    edits: [
+      {
+        file: 'server/engine/enrollment.ts',
+        find: `export const ENROLL_INSERT_ATTEMPTS = 3;`,
+        replace: `export const ENROLL_INSERT_ATTEMPTS = 1;`,
+      },
+    ],
+    test: 'test/race/lost-enrollment.test.ts',
+    scenario: 'a batch: the contact whose winner finished is enrolled on a retry',
+    // The interleaving is forced (sessions held open, not timing): one round shows it.
+    rounds: 1,
+  },
+  {
+    guard: 'an enrollment that keeps losing is told ACTIVE_EXECUTION, not an exception (I1)',
+    edits: [
+      {
+        file: 'server/engine/enrollment.ts',
+        find: `results[i] = executionId ? { ok: false, reason: 'ACTIVE_EXECUTION', executionId } : { ok: false, reason: 'CONTACT_NOT_FOUND' };`,
+        replace: `throw new Error('enrollment conflicted with an execution that no longer exists; retry');`,
+      },
+    ],
+    test: 'test/race/lost-enrollment.test.ts',
+    scenario: 'losing every attempt: ACTIVE_EXECUTION naming the last winner',
+    rounds: 1,
+  },
 ];
 
 function applyEdits(m: Mutation): Map<string, string> {

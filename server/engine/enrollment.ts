@@ -157,9 +157,28 @@ async function resolveContacts(db: DbTx, projectId: string, rows: EnrollRow[]): 
 }
 
 /**
+ * How many times a batch inserts a row that keeps losing to concurrent enrollments whose
+ * executions have already finished when it looks (allowReentry: nothing blocks the
+ * contact any more, so it tries again). A row still losing after the last is told
+ * ACTIVE_EXECUTION, naming the last winner: active when the insert met it.
+ */
+export const ENROLL_INSERT_ATTEMPTS = 3;
+
+/** The latest execution of each of these contacts in the workflow, finished or not. */
+async function findLatest(db: DbTx, workflowId: string, contactIds: string[]): Promise<{ id: string; contactId: string }[]> {
+  return db.$queryRaw<{ id: string; contactId: string }[]>`
+    SELECT DISTINCT ON ("contactId") id, "contactId"
+      FROM "WorkflowExecution"
+     WHERE "workflowId" = ${workflowId}::uuid AND "contactId" = ANY(${contactIds}::uuid[])
+     ORDER BY "contactId", "startedAt" DESC`;
+}
+
+/**
  * Enroll a batch of rows into one workflow; a result per row, in order. A bad row never
  * fails the others. Within a batch the same contact enrolls once (the later rows are told
- * ACTIVE_EXECUTION, as they would be one call after another).
+ * ACTIVE_EXECUTION, as they would be one call after another). A lost race is an answer,
+ * never an exception: a row that lost to an execution which has finished by the time it
+ * looks is inserted again (ENROLL_INSERT_ATTEMPTS).
  */
 export async function enrollBatch(
   db: DbTx,
@@ -180,6 +199,7 @@ export async function enrollBatch(
     contactIds[i] ? null : { ok: false, reason: 'CONTACT_NOT_FOUND' },
   );
   const live = (i: number) => results[i] === null;
+  const open = () => results.some((r) => r === null);
   const sourceEvents = () => rows.map((r, i) => (live(i) ? r.sourceEventId : null)).filter((s): s is string => !!s);
   const contactsOf = () => [...new Set(contactIds.filter((c, i): c is string => !!c && live(i)))];
 
@@ -189,39 +209,53 @@ export async function enrollBatch(
     if (live(i)) results[i] = verdict(before, contactIds[i]!, row.sourceEventId ?? null);
   });
 
-  // Then the insert, where the unique indexes decide. One row per contact per batch.
-  const firstRowOf = new Map<string, number>();
-  rows.forEach((_, i) => {
-    if (live(i) && !firstRowOf.has(contactIds[i]!)) firstRowOf.set(contactIds[i]!, i);
-  });
-  const inserted = await insertExecutions(db, {
-    projectId,
-    workflowId: workflow.id,
-    firstStepId: workflow.triggerStepId,
-    enrollOnce: !workflow.allowReentry,
-    // In contact order, for the same reason as the contacts' upsert.
-    rows: [...firstRowOf.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, i]) => ({
-      contactId: contactIds[i]!,
-      context: rows[i]!.context ?? {},
-      sourceEventId: rows[i]!.sourceEventId ?? null,
-    })),
-  });
-  const createdFor = new Map(inserted.map((e) => [e.contactId, e.id]));
-  for (const [contactId, i] of firstRowOf) {
-    const id = createdFor.get(contactId);
-    if (id) results[i] = { ok: true, executionId: id, created: true };
-  }
+  for (let attempt = 1; open(); attempt++) {
+    // Then the insert, where the unique indexes decide. One row per contact per batch: the
+    // rows still open (on a retry, only those).
+    const firstRowOf = new Map<string, number>();
+    rows.forEach((_, i) => {
+      if (live(i) && !firstRowOf.has(contactIds[i]!)) firstRowOf.set(contactIds[i]!, i);
+    });
+    const inserted = await insertExecutions(db, {
+      projectId,
+      workflowId: workflow.id,
+      firstStepId: workflow.triggerStepId,
+      enrollOnce: !workflow.allowReentry,
+      // In contact order, for the same reason as the contacts' upsert.
+      rows: [...firstRowOf.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, i]) => ({
+        contactId: contactIds[i]!,
+        context: rows[i]!.context ?? {},
+        sourceEventId: rows[i]!.sourceEventId ?? null,
+      })),
+    });
+    const createdFor = new Map(inserted.map((e) => [e.contactId, e.id]));
+    for (const [contactId, i] of firstRowOf) {
+      const id = createdFor.get(contactId);
+      if (id) results[i] = { ok: true, executionId: id, created: true };
+    }
+    if (!open()) break;
 
-  // Rows still open lost a race to a concurrent enrollment, or repeat a contact of this
-  // batch. The winners have committed (ON CONFLICT waits for them): name them.
-  if (results.some((r) => r === null)) {
+    // Rows still open lost a race to a concurrent enrollment, or repeat a contact of this
+    // batch. The winners have committed (ON CONFLICT waits for them): name them.
     const after = await findBlocking(db, workflow, contactsOf(), sourceEvents());
     rows.forEach((row, i) => {
-      if (!live(i)) return;
-      const v = verdict(after, contactIds[i]!, row.sourceEventId ?? null);
-      if (!v) throw new Error('enrollment conflicted with an execution that no longer exists; retry');
-      results[i] = v;
+      if (live(i)) results[i] = verdict(after, contactIds[i]!, row.sourceEventId ?? null);
     });
+    if (!open()) break;
+
+    // Rows still open lost to an execution that has finished since (completed, cancelled):
+    // with allowReentry it no longer blocks the contact (once-only re-entry, or the same
+    // source event, would have been found above), so their insert is tried again. Past
+    // the last attempt, they are told who beat them, as a loser always is.
+    if (attempt >= ENROLL_INSERT_ATTEMPTS) {
+      const latest = new Map((await findLatest(db, workflow.id, contactsOf())).map((e) => [e.contactId, e.id]));
+      rows.forEach((_, i) => {
+        if (!live(i)) return;
+        const executionId = latest.get(contactIds[i]!);
+        // No execution at all: the contact was deleted, and its executions with it.
+        results[i] = executionId ? { ok: false, reason: 'ACTIVE_EXECUTION', executionId } : { ok: false, reason: 'CONTACT_NOT_FOUND' };
+      });
+    }
   }
   return results as EnrollResult[];
 }

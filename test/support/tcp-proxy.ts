@@ -11,6 +11,10 @@ import net from 'node:net';
 //   answered, as when a network partition swallows packets: only the clients' own
 //   timeouts can end a wait.
 // - `restore()`: connections are forwarded again.
+// - `hold()`: what the clients send is kept in the proxy, not forwarded, while the
+//   server's answers still reach them; `release()` forwards it and resumes. A client held
+//   is a client whose next statement is late (a slow or descheduled process), so a test
+//   can make something happen between two statements of one session, deterministically.
 
 export type CutMode = 'refuse' | 'blackhole';
 
@@ -20,12 +24,17 @@ export interface TcpProxy {
   url(url: string): string;
   cut(mode?: CutMode): Promise<void>;
   restore(): Promise<void>;
+  hold(): void;
+  release(): void;
   close(): Promise<void>;
 }
 
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   let mode: 'forward' | CutMode = 'forward';
+  let held = false;
   const sockets = new Set<net.Socket>();
+  /** Each forwarded connection's client side and its upstream, for hold() and release(). */
+  const pairs = new Set<{ client: net.Socket; upstream: net.Socket }>();
   let port = 0;
 
   const track = (socket: net.Socket) => {
@@ -43,9 +52,15 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     }
     const upstream = net.connect(target.port, target.host);
     track(upstream);
-    client.pipe(upstream);
+    const pair = { client, upstream };
+    pairs.add(pair);
+    if (held) client.pause();
+    else client.pipe(upstream);
     upstream.pipe(client);
-    client.on('close', () => upstream.destroy());
+    client.on('close', () => {
+      pairs.delete(pair);
+      upstream.destroy();
+    });
     upstream.on('close', () => client.destroy());
   });
 
@@ -86,6 +101,18 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       resetAll();
       mode = 'forward';
       if (!server.listening) await listen();
+    },
+    hold() {
+      held = true;
+      for (const { client, upstream } of pairs) {
+        client.unpipe(upstream);
+        client.pause();
+      }
+    },
+    release() {
+      if (!held) return;
+      held = false;
+      for (const { client, upstream } of pairs) client.pipe(upstream);
     },
     async close() {
       resetAll();
