@@ -22,6 +22,20 @@ interface Mutation {
 
 const MUTATIONS: Mutation[] = [
   {
+    guard: "a repair's transaction runs under the engine's policy (ENGINE_TRANSACTION), not Prisma's 5 s default",
+    edits: [{ file: 'server/repair/transaction.ts', find: `return await db.$transaction(fn, ENGINE_TRANSACTION);`, replace: `return await db.$transaction(fn);` }],
+    test: 'test/repair/busy.test.ts',
+    scenario: "waits past Prisma's 5 s default",
+    rounds: 1,
+  },
+  {
+    guard: 'a repair the database is too busy to finish answers a typed BUSY, audited FAILED (never a 500)',
+    edits: [{ file: 'server/repair/transaction.ts', find: `    if (!databaseBusy(error)) throw error;`, replace: `    if (error || !databaseBusy(error)) throw error;` }],
+    test: 'test/repair/busy.test.ts',
+    scenario: 'that the database does not let finish',
+    rounds: 1,
+  },
+  {
     guard: 'the pool takes a client back only when it is idle outside a transaction (a released open transaction is discarded)',
     edits: [
       {

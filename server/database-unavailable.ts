@@ -37,11 +37,51 @@ function unavailableHere(error: object): boolean {
  * rather than that a statement was wrong: an outage to wait out, not a bug.
  */
 export function databaseUnavailable(error: unknown): boolean {
+  return anyCause(error, unavailableHere);
+}
+
+/** Whether `here` holds for the error, one of its causes, or (an AggregateError's) one of its errors. */
+function anyCause(error: unknown, here: (e: object) => boolean): boolean {
   const seen = new Set<unknown>();
   for (let e = error; e && typeof e === 'object' && !seen.has(e); e = (e as { cause?: unknown }).cause) {
     seen.add(e);
-    if (unavailableHere(e)) return true;
-    if (e instanceof AggregateError && e.errors.some((inner) => databaseUnavailable(inner))) return true;
+    if (here(e)) return true;
+    if (e instanceof AggregateError && e.errors.some((inner) => anyCause(inner, here))) return true;
   }
   return false;
+}
+
+// A database that is reachable but did not let a statement finish in time: a statement or
+// lock timeout (the server's bound, server/db.ts), an interactive transaction that ran past
+// its policy (ENGINE_TRANSACTION), a deadlock or a serialization failure. The transaction
+// was rolled back: nothing was changed, and the same call may well succeed when retried.
+
+/** SQLSTATEs: statement cancelled (statement_timeout), lock not available, deadlock, serialization failure. */
+const BUSY_SQLSTATE = new Set(['57014', '55P03', '40P01', '40001']);
+/** Prisma's codes: a transaction that expired or was closed under it (P2028), a write conflict or deadlock (P2034). */
+const BUSY_PRISMA = new Set(['P2028', 'P2034']);
+/** @prisma/adapter-pg's kind for 40001 and 40P01. */
+const BUSY_ADAPTER_KIND = new Set(['TransactionWriteConflict']);
+/** The same, where only a message says it (Prisma's transaction API errors). */
+const BUSY_MESSAGE = /Transaction already closed|expired transaction|canceling statement due to (statement|lock) timeout|deadlock detected/i;
+
+function busyHere(error: object): boolean {
+  const { code, message, meta } = error as { code?: unknown; message?: unknown; meta?: unknown };
+  // P2028 is also Prisma's "Unable to start a transaction in the given time": no connection, an outage.
+  if (typeof code === 'string' && (BUSY_SQLSTATE.has(code) || BUSY_PRISMA.has(code))) return !unavailableHere(error);
+  const adapter = (meta as { driverAdapterError?: { cause?: { kind?: unknown; code?: unknown } } } | undefined)?.driverAdapterError?.cause;
+  if (adapter) {
+    if (typeof adapter.kind === 'string' && BUSY_ADAPTER_KIND.has(adapter.kind)) return true;
+    return adapter.kind === 'postgres' && typeof adapter.code === 'string' && BUSY_SQLSTATE.has(adapter.code);
+  }
+  return typeof message === 'string' && BUSY_MESSAGE.test(message);
+}
+
+/**
+ * Whether an error (or one of its causes) says the database was busy: reachable, but the
+ * work did not finish within its bounds and was rolled back. Not a bug, not an outage: the
+ * caller may retry.
+ */
+export function databaseBusy(error: unknown): boolean {
+  return anyCause(error, busyHere);
 }

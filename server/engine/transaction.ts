@@ -7,10 +7,13 @@ import { preparedTransaction, type Db, type DbTx } from '../db';
 // Prisma's interactive transaction.
 
 /**
- * Waiting up to 10 s for a connection and running up to 60 s: a bulk chunk of 500
- * enrollments must not hit Prisma's 5 s default, and a busy pool must not turn into a 500.
+ * The engine's transaction policy, for every interactive transaction of engine work (a
+ * claim, an enrollment chunk, an operator's repair): waiting up to 10 s for a connection
+ * and running up to 60 s. A bulk chunk of 500 enrollments, or a repair waiting on a row a
+ * worker holds, must not hit Prisma's 5 s default; one that still runs out answers as the
+ * database being busy (server/database-unavailable.ts databaseBusy), never a 500.
  */
-const OPTIONS = { maxWait: 10_000, timeout: 60_000 } as const;
+export const ENGINE_TRANSACTION = { maxWait: 10_000, timeout: 60_000 } as const;
 
 function isClient(db: DbTx): db is Db {
   return typeof (db as Partial<Db>).$transaction === 'function';
@@ -34,5 +37,5 @@ export async function inEngineTransaction<T>(
   };
   if (!isClient(db)) return both(db);
   const raw = await preparedTransaction(db, fn, closing);
-  return raw ? raw.value : db.$transaction((tx) => both(tx), OPTIONS);
+  return raw ? raw.value : db.$transaction((tx) => both(tx), ENGINE_TRANSACTION);
 }

@@ -22,6 +22,7 @@ import {
   type RepairAction,
 } from './planner';
 import { loadExecution, loadTarget, RepairNotFound, type EventSnapshot, type ExecutionSnapshot, type RepairOptions, type RepairRequest } from './target';
+import { inRepairTransaction } from './transaction';
 
 // Repair actions: what an operator may do to an execution (or an event) that is stuck.
 // Each action is one entry of REPAIRS: how it is planned (planner.ts, pure), applied
@@ -172,8 +173,9 @@ export async function applyRepair(
 ): Promise<ApplyResult> {
   let afterCommit: ((ctx: EngineContext) => Promise<unknown>) | null = null;
   let result: ApplyResult;
+  const targetKind = REPAIRS[req.action]?.target ?? 'execution';
   try {
-    result = await db.$transaction(async (tx) => {
+    result = await inRepairTransaction(db, async (tx): Promise<ApplyResult> => {
       const ctx = createEngineContext(tx, { ...opts.engine, owner: req.actor });
       const { target, graph } = await loadTarget(tx, req, opts);
       const repair = REPAIRS[req.action];
@@ -258,7 +260,15 @@ export async function applyRepair(
       return repair.target === 'event'
         ? repair.apply({ ...applying, target: target as EventSnapshot })
         : repair.apply({ ...applying, target: target as ExecutionSnapshot });
-    });
+    }, () => ({
+      projectId: req.projectId,
+      actor: req.actor,
+      action: `repair.${req.action}`,
+      targetType: targetKind,
+      targetId: (targetKind === 'event' ? req.eventId : req.executionId) ?? '',
+      reason: req.reason,
+      before: { expectedVersion: req.expectedVersion },
+    }));
   } catch (error) {
     if (error instanceof RepairNotFound) return { ok: false, code: 'NOT_FOUND', message: error.message };
     throw error;

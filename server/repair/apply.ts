@@ -8,6 +8,7 @@ import { notifyWorkers } from '../engine/wakeup';
 import type { Conflict } from './explain';
 import type { ActiveExecutionConflict, Plan, RepairAction } from './planner';
 import { RepairNotFound, type EventSnapshot, type ExecutionSnapshot, type RepairRequest } from './target';
+import type { RepairBusy } from './transaction';
 
 // Applying a planned repair: one function per action, each going through the engine's
 // own claims with the version the operator saw, so a person can never race a worker, an
@@ -19,7 +20,8 @@ export type ApplyResult =
   | { ok: false; code: 'CONFLICT'; conflict: Conflict }
   | { ok: false; code: 'NOT_ALLOWED'; message: string; target: ExecutionSnapshot | EventSnapshot }
   | { ok: false; code: 'ACTIVE_EXECUTION'; message: string; conflict: ActiveExecutionConflict; target: ExecutionSnapshot | EventSnapshot }
-  | { ok: false; code: 'NOT_FOUND'; message: string };
+  | { ok: false; code: 'NOT_FOUND'; message: string }
+  | RepairBusy;
 
 export interface ApplyRequest extends RepairRequest {
   actor: string;

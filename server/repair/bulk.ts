@@ -219,6 +219,7 @@ async function repairOne(
         return { outcome: 'SKIPPED', detail: result.message, conflict: result.conflict };
       case 'NOT_ALLOWED':
       case 'NOT_FOUND':
+      case 'BUSY':
         return { outcome: 'SKIPPED', detail: result.message };
     }
   } catch (error) {

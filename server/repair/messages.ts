@@ -12,6 +12,7 @@ import {
 import { notifyWorkers } from '../engine/wakeup';
 import type { Winner } from './explain';
 import { RepairNotFound } from './target';
+import { inRepairTransaction, type RepairBusy } from './transaction';
 
 // Repairs of emails whose fate is unknown (MESSAGE_UNCONFIRMED: the sender died while
 // SENDING) or that failed (MESSAGE_FAILED). The workers never resend an email by
@@ -71,7 +72,8 @@ export type MessageApplyResult =
   | { ok: true; action: MessageRepairAction; messageId: string; executionId: string; version: number; status: MessageStatus; change: string }
   | { ok: false; code: 'CONFLICT'; conflict: MessageConflict }
   | { ok: false; code: 'NOT_ALLOWED'; message: string; target: MessageSnapshot }
-  | { ok: false; code: 'NOT_FOUND'; message: string };
+  | { ok: false; code: 'NOT_FOUND'; message: string }
+  | RepairBusy;
 
 export interface MessageRepairRequest {
   projectId: string;
@@ -221,7 +223,7 @@ export async function applyMessageRepair(
 ): Promise<MessageApplyResult> {
   let result: MessageApplyResult;
   try {
-    result = await db.$transaction(async (tx) => {
+    result = await inRepairTransaction(db, async (tx): Promise<MessageApplyResult> => {
       const target = await loadTarget(tx, req);
       const audit = (outcome: AuditInput['outcome'], after: unknown) =>
         writeAudit(tx, {
@@ -275,7 +277,15 @@ export async function applyMessageRepair(
         status: claimed.status,
         change: plan.change,
       };
-    });
+    }, () => ({
+      projectId: req.projectId,
+      actor: req.actor,
+      action: `repair.${req.action}`,
+      targetType: 'message',
+      targetId: req.messageId,
+      reason: req.reason,
+      before: { expectedVersion: req.expectedVersion },
+    }));
   } catch (error) {
     if (error instanceof RepairNotFound) return { ok: false, code: 'NOT_FOUND', message: error.message };
     throw error;

@@ -4,12 +4,14 @@ import { createEngineContext } from '../engine/context';
 import { readEventContext } from '../engine/event-context';
 import { resolveWait } from '../engine/runner';
 import { notifyWorkers } from '../engine/wakeup';
+import { inRepairTransaction } from './transaction';
 
 // A person or a program resolving a wait by hand (waits.resolve): by EVENT with one of the
 // contact's tracked events, or by TIMEOUT. It goes through the engine's one wait claim
 // (I4), so it races events, the timer and operators fairly and resolves at most once. A
 // TIMEOUT before the wait is due is someone forcing it: recorded as resolved by OPERATOR.
-// Every attempt, won, lost or refused, is audited in its own transaction (I8).
+// Every attempt, won, lost or refused, is audited in its own transaction (I8); one the
+// database was too busy to finish is rolled back and audited FAILED (server/repair/transaction.ts).
 
 export interface WaitResolutionRequest {
   projectId: string;
@@ -26,7 +28,9 @@ export type WaitResolution =
   | { kind: 'resolved'; executionId: string; branch: string | null }
   | { kind: 'not-found'; message: string }
   | { kind: 'refused'; reason: 'NOT_AN_EVENT_WAIT' | 'NOT_WAITING'; message: string; status?: string | null }
-  | { kind: 'lost'; conflict: WaitConflict };
+  | { kind: 'lost'; conflict: WaitConflict }
+  /** The database was too busy to finish it: nothing changed (audited FAILED); retry. */
+  | { kind: 'busy'; message: string };
 
 export type WaitConflict =
   | { reason: 'WAIT_RESOLVED'; resolvedBy: string | null; at: Date | null }
@@ -40,10 +44,20 @@ interface WaitRow {
   due: boolean;
 }
 
-const TRANSACTION_OPTIONS = { maxWait: 10_000, timeout: 60_000 } as const;
-
 export async function resolveWaitByHand(db: Db, request: WaitResolutionRequest): Promise<WaitResolution> {
-  const answer = await db.$transaction((tx) => resolveIn(tx, request), TRANSACTION_OPTIONS);
+  const answer = await inRepairTransaction(
+    db,
+    (tx) => resolveIn(tx, request),
+    () => ({
+      projectId: request.projectId,
+      actor: request.actor,
+      action: 'waits.resolve',
+      targetType: 'execution',
+      targetId: request.stepExecutionId,
+      before: { stepExecutionId: request.stepExecutionId, expectedVersion: request.expectedVersion, outcome: request.outcome },
+    }),
+  );
+  if ('code' in answer) return { kind: 'busy', message: answer.message };
   if (answer.kind === 'resolved') await notifyWorkers(db).catch(() => {});
   return answer;
 }

@@ -43,6 +43,17 @@ export function databaseUnavailableError(cause: unknown): TRPCError {
   return new TRPCError({ code: 'SERVICE_UNAVAILABLE', message: DATABASE_UNAVAILABLE_MESSAGE, cause });
 }
 
+/**
+ * The database busy (server/database-unavailable.ts databaseBusy): a statement waited on a
+ * lock, or a transaction ran, past its bound and was rolled back. Also a 503 with
+ * Retry-After, with its own sentence: here nothing was saved, and retrying is safe.
+ */
+export const DATABASE_BUSY_MESSAGE = `The database was too busy to finish this call in time (a row it needed was held by other work): nothing was changed. Retry in ${DATABASE_RETRY_AFTER_SECONDS} seconds.`;
+
+export function databaseBusyError(cause: unknown): TRPCError {
+  return new TRPCError({ code: 'SERVICE_UNAVAILABLE', message: DATABASE_BUSY_MESSAGE, cause });
+}
+
 /** A TRPCError for an outage as it is, anything else unchanged: for code around a procedure (its context). */
 export function asDatabaseUnavailable(error: unknown): unknown {
   if (error instanceof TRPCError && error.code === 'SERVICE_UNAVAILABLE') return error;
@@ -61,7 +72,19 @@ let lastOutageLog = 0;
  * refused calls a second say nothing more than the first.
  */
 export function logOutage(where: string, error: TRPCError): void {
+  if (error.message === DATABASE_BUSY_MESSAGE) return logBusy(where, error.cause);
   logOutageOf(where, error.cause);
+}
+
+let lastBusyLog = 0;
+
+/** As logOutage, for calls the database was too busy to finish (at most one line every 10 seconds). */
+function logBusy(where: string, cause: unknown): void {
+  const now = Date.now();
+  if (now - lastBusyLog < 10_000) return;
+  lastBusyLog = now;
+  const text = cause instanceof Error ? cause.message.trim().split('\n').at(-1) : String(cause);
+  console.warn(`${where}: database busy (a statement or transaction ran past its bound and was rolled back), answering 503 with Retry-After (${text})`);
 }
 
 /** logOutage for an outage's own error (a route outside tRPC: /api/auth). */

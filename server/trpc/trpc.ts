@@ -6,8 +6,8 @@ import { db, type Db } from '../db';
 import { requestedProject, resolveActor, signedInPerson, type Actor } from '../auth/actor';
 import { PROJECT_COOKIE, PROJECT_HEADER } from '../auth/cookies';
 import { atLeast, type Role } from '../auth/roles';
-import { databaseUnavailable } from '../database-unavailable';
-import { asDatabaseUnavailable, databaseUnavailableError, internalErrorMessage } from './errors';
+import { databaseBusy, databaseUnavailable } from '../database-unavailable';
+import { asDatabaseUnavailable, DATABASE_RETRY_AFTER_SECONDS, databaseBusyError, databaseUnavailableError, internalErrorMessage } from './errors';
 import { id as rowId } from '../inputs';
 
 // The tRPC entry points: the context every procedure sees, the error shape every client
@@ -80,6 +80,18 @@ export function conflictError(conflict: Conflict, message = `Conflict: ${conflic
   return new TRPCError({ code: 'CONFLICT', message, cause: new ConflictError(conflict) });
 }
 
+/**
+ * An operator's repair the database was too busy to finish (server/repair/transaction.ts:
+ * rolled back, audited FAILED): 503 with Retry-After, and `data.conflict.reason` BUSY.
+ */
+export function repairBusyError(message: string): TRPCError {
+  return new TRPCError({
+    code: 'SERVICE_UNAVAILABLE',
+    message: `${message.charAt(0).toUpperCase()}${message.slice(1)} in ${DATABASE_RETRY_AFTER_SECONDS} seconds.`,
+    cause: new ConflictError({ reason: 'BUSY', retryAfterSeconds: DATABASE_RETRY_AFTER_SECONDS }),
+  });
+}
+
 function conflictOf(cause: unknown): Conflict | null {
   if (cause && typeof cause === 'object' && 'conflict' in cause) {
     const conflict = (cause as { conflict: unknown }).conflict;
@@ -125,9 +137,10 @@ export const createCallerFactory = t.createCallerFactory;
  */
 const procedure = t.procedure.use(async ({ next }) => {
   const result = await next();
-  // Only an unexpected error can be an outage: a refusal (CONFLICT, NOT_FOUND...) is an answer.
-  if (!result.ok && result.error.code === 'INTERNAL_SERVER_ERROR' && databaseUnavailable(result.error)) {
-    throw databaseUnavailableError(result.error.cause ?? result.error);
+  // Only an unexpected error can be an outage or a busy database: a refusal (CONFLICT, NOT_FOUND...) is an answer.
+  if (!result.ok && result.error.code === 'INTERNAL_SERVER_ERROR') {
+    if (databaseUnavailable(result.error)) throw databaseUnavailableError(result.error.cause ?? result.error);
+    if (databaseBusy(result.error)) throw databaseBusyError(result.error.cause ?? result.error);
   }
   return result;
 });

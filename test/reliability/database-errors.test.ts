@@ -1,11 +1,11 @@
 import { TRPCError } from '@trpc/server';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { databaseUnavailable } from '../../server/database-unavailable';
+import { databaseBusy, databaseUnavailable } from '../../server/database-unavailable';
 import { closeDb, createDb, type Db } from '../../server/db';
 import { freePort } from '../../server/embedded-postgres';
 import { backoffMs } from '../../server/engine/worker';
-import { DATABASE_UNAVAILABLE_MESSAGE } from '../../server/trpc/errors';
+import { DATABASE_BUSY_MESSAGE, DATABASE_UNAVAILABLE_MESSAGE } from '../../server/trpc/errors';
 import { actorFor, callerFor } from '../support/callers';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { createProject } from '../support/fixtures';
@@ -107,6 +107,64 @@ describe('what counts as the database unreachable', () => {
     expect(databaseUnavailable(await failure(t.db.$queryRaw`SELECT 1/0`))).toBe(false);
     expect(databaseUnavailable(new TypeError("Cannot read properties of undefined (reading 'id')"))).toBe(false);
     expect(databaseUnavailable(null)).toBe(false);
+  });
+});
+
+describe('what counts as the database busy (reachable, but the work ran past its bounds and was rolled back)', () => {
+  it("the server's statement timeout, a lock timeout, an interactive transaction past its timeout: busy, not an outage", async () => {
+    const statement = await failure(t.db.$transaction(async (tx) => {
+      await tx.$executeRawUnsafe(`SET LOCAL statement_timeout = '100ms'`);
+      await tx.$queryRaw`SELECT pg_sleep(1)`;
+    }));
+    const lock = await failure(t.db.$transaction(async (tx) => {
+      await tx.$executeRawUnsafe(`SET LOCAL lock_timeout = '100ms'`);
+      const holder = new pg.Client({ connectionString: t.url });
+      await holder.connect();
+      try {
+        await holder.query('BEGIN');
+        await holder.query(`SELECT id FROM "Project" WHERE id = $1 FOR UPDATE`, [projectId]);
+        await tx.$queryRaw`SELECT id FROM "Project" WHERE id = ${projectId}::uuid FOR UPDATE`;
+      } finally {
+        await holder.end();
+      }
+    }));
+    const expired = await failure(t.db.$transaction(async (tx) => {
+      await new Promise((r) => setTimeout(r, 300));
+      await tx.$queryRaw`SELECT 1`;
+    }, { timeout: 100 }));
+    for (const error of [statement, lock, expired]) {
+      expect(databaseBusy(error), String(error)).toBe(true);
+      expect(databaseUnavailable(error), String(error)).toBe(false);
+    }
+  });
+
+  it('an outage, bad SQL and a constraint violation are not busy', async () => {
+    const port = await freePort();
+    const nowhere = createDb(`postgresql://postgres@127.0.0.1:${port}/none`, { poolSize: 1, connectTimeoutMs: 300 });
+    try {
+      expect(databaseBusy(await failure(nowhere.$transaction(async (tx) => tx.$queryRaw`SELECT 1`)))).toBe(false);
+    } finally {
+      await closeDb(nowhere);
+    }
+    expect(databaseBusy(await failure(t.db.$queryRawUnsafe('SELEC 1')))).toBe(false);
+    expect(databaseBusy(await failure(t.db.project.create({ data: { id: projectId, name: 'dup' } })))).toBe(false);
+  });
+
+  it('a procedure whose statement the server cancels fails SERVICE_UNAVAILABLE with the busy sentence, not INTERNAL_SERVER_ERROR', async () => {
+    const slow = createDb(t.url, { poolSize: 1, queryTimeoutMs: 1000, applicationName: 'waypost-test-busy' });
+    const holder = new pg.Client({ connectionString: t.url });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`LOCK TABLE "Contact" IN ACCESS EXCLUSIVE MODE`);
+      const error = await failure(callerFor(slow, actorFor(projectId, 'OWNER')).contacts.upsert({ email: 'busy@example.com' }));
+      expect(error).toBeInstanceOf(TRPCError);
+      expect((error as TRPCError).code).toBe('SERVICE_UNAVAILABLE');
+      expect((error as TRPCError).message).toBe(DATABASE_BUSY_MESSAGE);
+    } finally {
+      await holder.end();
+      await closeDb(slow);
+    }
   });
 });
 

@@ -8,7 +8,7 @@ import { listStuck, STUCK_DESCRIPTIONS } from '../../repair/stuck';
 import { stuckGroupsFigure } from '../../read/console-figures';
 import { encodeCursor } from '../keyset';
 import { requireWorkflow, stuckScope } from '../scope';
-import { ConflictError, conflictError, operatorProcedure, router, viewerProcedure } from '../trpc';
+import { ConflictError, conflictError, operatorProcedure, repairBusyError, router, viewerProcedure } from '../trpc';
 import { DEFAULT_ENGINE_CONFIG } from '../../engine/context';
 import { applyManyLive, bulkFilterOf } from './repair.bulk';
 import { applyInput, applyManyInput, applyManyLiveInput, optionsInput, previewInput, stuckGroupsInput, stuckInput } from './repair.schema';
@@ -21,7 +21,9 @@ const notFound = (message: string) => new TRPCError({ code: 'NOT_FOUND', message
 /**
  * The API's answer to a repair that did not apply: lost is CONFLICT naming the winner; not
  * allowed in the current state (or making a second active execution, I1) is
- * PRECONDITION_FAILED with the refusal; no such target is NOT_FOUND (its attempt audited).
+ * PRECONDITION_FAILED with the refusal; no such target is NOT_FOUND (its attempt audited);
+ * the database too busy to finish it (rolled back, audited FAILED) is SERVICE_UNAVAILABLE
+ * with Retry-After and `data.conflict.reason` BUSY.
  */
 function answer({ target, result }: ApplyOneResult) {
   if (result.ok) return result;
@@ -46,8 +48,11 @@ function answer({ target, result }: ApplyOneResult) {
       throw new TRPCError({ code: 'PRECONDITION_FAILED', message: result.message, cause: new ConflictError(result.conflict) });
     case 'NOT_FOUND':
       throw notFound(result.message);
+    case 'BUSY':
+      throw repairBusyError(result.message);
   }
 }
+
 
 export const repairRouter = router({
   /**

@@ -1,6 +1,6 @@
 import { TRPCError } from '@trpc/server';
 import { resolveWaitByHand } from '../../repair/resolve-wait';
-import { ConflictError, conflictError, marketerProcedure, router } from '../trpc';
+import { ConflictError, conflictError, marketerProcedure, repairBusyError, router } from '../trpc';
 import { resolveWaitInput } from './waits.schema';
 
 export const waitsRouter = router({
@@ -23,6 +23,8 @@ export const waitsRouter = router({
           message: answer.message,
           cause: new ConflictError({ reason: answer.reason, ...(answer.status !== undefined ? { status: answer.status } : {}) }),
         });
+      case 'busy':
+        throw repairBusyError(answer.message);
       case 'lost':
         throw conflictError(
           answer.conflict,
