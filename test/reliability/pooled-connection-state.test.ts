@@ -1,11 +1,9 @@
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeDb, createDb, poolOf, serverTimeoutMs, type Db } from '../../server/db';
 import { enroll } from '../../server/engine/enrollment';
 import { applyRepair } from '../../server/repair/actions';
 import { freshDatabase, type TestDatabase } from '../support/database';
-import { driveFromStart } from '../support/drive';
-import { createProject, waitWorkflow, workflowFrom } from '../support/fixtures';
+import { createProject, holdExecutionRow, parkedAtWait, waitWorkflow, workflowFrom } from '../support/fixtures';
 
 // A pooled connection is handed to the next borrower only when it is idle, outside any
 // transaction, with nothing running on it. The reproducer (from an adversarial review):
@@ -45,29 +43,8 @@ function cutClient(name: string): Db {
   return createDb(t.url, { poolSize: 1, queryTimeoutMs: QUERY_TIMEOUT_MS, applicationName: `wp-poison-${name}`, onError: () => {} });
 }
 
-/** An execution parked at its WAIT_FOR_EVENT step. */
-async function parkedExecution(): Promise<{ id: string; version: number }> {
-  const enrolled = await enroll(t.db, { projectId, workflowId, email: `parked-${seq++}@example.com` });
-  if (!enrolled.ok) throw new Error(enrolled.reason);
-  await driveFromStart(t.db, enrolled.executionId);
-  const x = await t.db.workflowExecution.findUniqueOrThrow({ where: { id: enrolled.executionId } });
-  expect(x.status).toBe('WAITING');
-  return { id: x.id, version: x.version };
-}
-
-/** Another session holding the execution's row for `ms`. */
-async function holdRow(executionId: string, ms: number): Promise<{ released: Promise<void> }> {
-  const holder = new pg.Client({ connectionString: t.url });
-  await holder.connect();
-  await holder.query('BEGIN');
-  await holder.query('SELECT id FROM "WorkflowExecution" WHERE id = $1 FOR UPDATE', [executionId]);
-  const released = (async () => {
-    await new Promise((r) => setTimeout(r, ms));
-    await holder.query('COMMIT');
-    await holder.end();
-  })();
-  return { released };
-}
+const parkedExecution = () => parkedAtWait(t.db, projectId, workflowId, `parked-${seq++}@example.com`);
+const holdRow = (executionId: string, ms: number) => holdExecutionRow(t.url, executionId, ms);
 
 /** End every session of an application name: whatever transaction they left open rolls back. */
 async function endSessions(applicationName: string): Promise<void> {

@@ -1,13 +1,10 @@
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeDb, createDb, type Db } from '../../server/db';
-import { enroll } from '../../server/engine/enrollment';
 import { ConflictError } from '../../server/trpc/trpc';
 import type { Actor } from '../../server/auth/actor';
 import { actorFor, callerFor, expectCode } from '../support/callers';
 import { freshDatabase, type TestDatabase } from '../support/database';
-import { driveFromStart } from '../support/drive';
-import { createProject, waitWorkflow, workflowFrom } from '../support/fixtures';
+import { createProject, holdExecutionRow, parkedAtWait, waitWorkflow, workflowFrom } from '../support/fixtures';
 
 // A repair waiting on a row that other work holds. It waits as long as the engine's own
 // transactions may (ENGINE_TRANSACTION), not Prisma's 5 s default; and when the database
@@ -31,29 +28,8 @@ afterAll(async () => {
   await t?.drop();
 });
 
-async function parkedExecution(): Promise<{ id: string; version: number; stepExecutionId: string }> {
-  const enrolled = await enroll(t.db, { projectId, workflowId, email: `busy-${seq++}@example.com` });
-  if (!enrolled.ok) throw new Error(enrolled.reason);
-  await driveFromStart(t.db, enrolled.executionId);
-  const x = await t.db.workflowExecution.findUniqueOrThrow({ where: { id: enrolled.executionId } });
-  const wait = await t.db.stepExecution.findFirstOrThrow({ where: { executionId: x.id, status: 'WAITING' } });
-  expect(x.status).toBe('WAITING');
-  return { id: x.id, version: x.version, stepExecutionId: wait.id };
-}
-
-/** Another session holding the execution's row (FOR UPDATE) for `ms`; `released` once it lets go. */
-async function holdRow(executionId: string, ms: number): Promise<{ released: Promise<void> }> {
-  const holder = new pg.Client({ connectionString: t.url });
-  await holder.connect();
-  await holder.query('BEGIN');
-  await holder.query('SELECT id FROM "WorkflowExecution" WHERE id = $1 FOR UPDATE', [executionId]);
-  const released = (async () => {
-    await new Promise((r) => setTimeout(r, ms));
-    await holder.query('COMMIT');
-    await holder.end();
-  })();
-  return { released };
-}
+const parkedExecution = () => parkedAtWait(t.db, projectId, workflowId, `parked-${seq++}@example.com`);
+const holdRow = (executionId: string, ms: number) => holdExecutionRow(t.url, executionId, ms);
 
 async function unchanged(x: { id: string; version: number }) {
   const after = await t.db.workflowExecution.findUniqueOrThrow({ where: { id: x.id } });

@@ -1,6 +1,9 @@
+import pg from 'pg';
 import type { Db } from '../../server/db';
+import { enroll } from '../../server/engine/enrollment';
 import type { WorkflowInput } from '../../server/engine/definition';
 import { createWorkflow } from '../../server/engine/workflows';
+import { driveFromStart } from './drive';
 
 // Small builders for the rows tests need. They go through the same functions as the
 // product (createWorkflow validates the graph), never around them.
@@ -83,4 +86,37 @@ export async function workflowFrom(db: Db, projectId: string, input: WorkflowInp
 export async function stepId(db: Db, workflowId: string, key: string): Promise<string> {
   const step = await db.workflowStep.findFirstOrThrow({ where: { workflowId, key } });
   return step.id;
+}
+
+/** An execution enrolled and driven to its first wait (waitWorkflow's WAIT_FOR_EVENT), as a worker would. */
+export async function parkedAtWait(
+  db: Db,
+  projectId: string,
+  workflowId: string,
+  email: string,
+): Promise<{ id: string; version: number; stepExecutionId: string }> {
+  const enrolled = await enroll(db, { projectId, workflowId, email });
+  if (!enrolled.ok) throw new Error(`enroll: ${enrolled.reason}`);
+  await driveFromStart(db, enrolled.executionId);
+  const x = await db.workflowExecution.findUniqueOrThrow({ where: { id: enrolled.executionId } });
+  if (x.status !== 'WAITING') throw new Error(`expected the execution to be WAITING, it is ${x.status}`);
+  const wait = await db.stepExecution.findFirstOrThrow({ where: { executionId: x.id, status: 'WAITING' } });
+  return { id: x.id, version: x.version, stepExecutionId: wait.id };
+}
+
+/**
+ * Another session holding an execution's row (SELECT ... FOR UPDATE) for `ms`: work on the
+ * row waits for it. `released` settles once it has let go.
+ */
+export async function holdExecutionRow(url: string, executionId: string, ms: number): Promise<{ released: Promise<void> }> {
+  const holder = new pg.Client({ connectionString: url });
+  await holder.connect();
+  await holder.query('BEGIN');
+  await holder.query('SELECT id FROM "WorkflowExecution" WHERE id = $1 FOR UPDATE', [executionId]);
+  const released = (async () => {
+    await new Promise((r) => setTimeout(r, ms));
+    await holder.query('COMMIT');
+    await holder.end();
+  })();
+  return { released };
 }
