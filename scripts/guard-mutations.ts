@@ -22,6 +22,46 @@ interface Mutation {
 
 const MUTATIONS: Mutation[] = [
   {
+    guard: 'a sender renews the leases of the emails it is sending (a slow provider is not a dead sender)',
+    edits: [{ file: 'server/engine/sender.ts', find: `const stopRenewing = keepLeases(ctx, messages, unanswered);`, replace: `const stopRenewing = () => {};` }],
+    test: 'test/engine/sender-lease.test.ts',
+    scenario: 'round 1',
+    rounds: 1,
+  },
+  {
+    guard: 'a message lease renewal never revives a lease that lapsed (the email is an operator\'s to decide)',
+    edits: [{ file: 'server/engine/claims/outbox.ts', find: `AND m.version = o.version
+       AND m."leaseExpiresAt" >= now()`, replace: `AND m.version = o.version` }],
+    test: 'test/engine/sender-lease.test.ts',
+    scenario: 'never revives a lease that lapsed',
+    rounds: 1,
+  },
+  {
+    guard: 'a sender stops renewing once the send timeout passed with no answer from the provider',
+    edits: [
+      {
+        file: 'server/engine/sender.ts',
+        find: `if (!timedOut && Date.now() - started > ctx.config.sendTimeoutSeconds * 1000) {`,
+        replace: `if (!timedOut && Date.now() - started > ctx.config.sendTimeoutSeconds * 1000 * 1000) {`,
+      },
+    ],
+    test: 'test/engine/sender-lease.test.ts',
+    scenario: 'is renewed only until the send timeout',
+    rounds: 1,
+  },
+  {
+    guard: "every SMTP phase is bounded well under the lease (nodemailer's own bounds are minutes)",
+    edits: [
+      { file: 'server/engine/transport.ts', find: `    greetingTimeout: timeoutMs,
+`, replace: `` },
+      { file: 'server/engine/transport.ts', find: `    socketTimeout: timeoutMs,
+`, replace: `` },
+    ],
+    test: 'test/engine/sender-lease.test.ts',
+    scenario: 'fails the send within the bound',
+    rounds: 1,
+  },
+  {
     guard: "a repair's transaction runs under the engine's policy (ENGINE_TRANSACTION), not Prisma's 5 s default",
     edits: [{ file: 'server/repair/transaction.ts', find: `return await db.$transaction(fn, ENGINE_TRANSACTION);`, replace: `return await db.$transaction(fn);` }],
     test: 'test/repair/busy.test.ts',

@@ -5,7 +5,7 @@ import { closeDb, createDb, databaseWaitBounds } from '../server/db';
 import { databaseUrl, env, EnvError } from '../server/env';
 import { createEngineContext, type EngineContext } from '../server/engine/context';
 import { faultInjectingTransport } from '../server/engine/fault-transport';
-import { logTransport, smtpTransport, type MailTransport } from '../server/engine/transport';
+import { logTransport, smtpTransport, transportTimeoutMs, type MailTransport } from '../server/engine/transport';
 import { WAKEUP_CHANNEL } from '../server/engine/wakeup';
 import { Worker } from '../server/engine/worker';
 
@@ -44,7 +44,7 @@ async function main(): Promise<void> {
     onError: (error) => log('debug', 'idle database connection lost; reconnecting on next use', { error: error.message }),
   });
   const configured: MailTransport = config.SMTP_URL
-    ? smtpTransport(config.SMTP_URL)
+    ? smtpTransport(config.SMTP_URL, { timeoutMs: transportTimeoutMs(config.LEASE_SECONDS) })
     : logTransport((line) => log('info', line));
   // Drills only (npm run drill): a provider that fails or hangs on cue, with a ledger.
   const mailControl = process.env.WAYPOST_FAULT_MAIL_CONTROL;
@@ -57,6 +57,7 @@ async function main(): Promise<void> {
     log,
     config: {
       leaseSeconds: config.LEASE_SECONDS,
+      sendTimeoutSeconds: config.SEND_TIMEOUT_SECONDS,
       eventMaxAttempts: config.EVENT_MAX_ATTEMPTS,
     },
   });

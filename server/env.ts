@@ -41,6 +41,12 @@ export const envSchema = z.object({
   WORKER_CONCURRENCY: int(8, 1, 256),
   /** How long a claimed step stays owned by its worker without renewal. */
   LEASE_SECONDS: int(30, 1, 3600),
+  /**
+   * How long a sender keeps renewing the lease of an email its transport has not answered
+   * for; past it the lease lapses and the console lists the email MESSAGE_UNCONFIRMED.
+   * Each SMTP phase (connect, greeting, every socket read) is bounded well under the lease.
+   */
+  SEND_TIMEOUT_SECONDS: int(120, 1, 3600),
   /** How long a state may linger before the console calls it stuck. */
   STUCK_GRACE_SECONDS: int(120, 0, 86400),
   /**
@@ -122,6 +128,7 @@ const ECHOED: ReadonlySet<string> = new Set([
   'WORKERS',
   'WORKER_CONCURRENCY',
   'LEASE_SECONDS',
+  'SEND_TIMEOUT_SECONDS',
   'STUCK_GRACE_SECONDS',
   'EVENT_MAX_ATTEMPTS',
   'SEED_DEMO',

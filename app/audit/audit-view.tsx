@@ -35,6 +35,10 @@ const KNOWN_ACTIONS = [
   'repair.SKIP_STEP',
   'repair.CANCEL',
   'repair.REDRIVE_EVENT',
+  'repair.MARK_SENT',
+  'repair.RESEND',
+  'repair.GIVE_UP',
+  'sender.lateDelivery',
 ];
 
 const OUTCOMES = [

@@ -9,6 +9,11 @@ import { logTransport, type MailTransport } from './transport';
 
 export interface EngineConfig {
   leaseSeconds: number;
+  /**
+   * How long a sender renews the leases of emails its transport has not answered for.
+   * Past it the lease lapses: the email is MESSAGE_UNCONFIRMED, for an operator.
+   */
+  sendTimeoutSeconds: number;
   /** Attempts of a failing step before the execution becomes FAILED. */
   maxStepAttempts: number;
   /** Attempts of a failing event dispatch before it is dead-lettered. */
@@ -23,6 +28,7 @@ export interface EngineConfig {
 
 export const DEFAULT_ENGINE_CONFIG: EngineConfig = {
   leaseSeconds: 30,
+  sendTimeoutSeconds: 120,
   maxStepAttempts: 3,
   eventMaxAttempts: 8,
   continuationGraceSeconds: 5,

@@ -155,6 +155,11 @@ export const TRANSITIONS = {
     does: 'a sender takes queued messages',
     message: { from: ['QUEUED'], to: ['SENDING'] },
   },
+  renewMessageLeases: {
+    does: 'a sender keeps the leases of the messages it is delivering while the transport works',
+    message: { from: ['SENDING'], to: ['SENDING'] },
+    also: 'only its own live lease, at the version of its claim',
+  },
   recordDelivery: {
     does: "record a delivery's outcome (the sender that claimed it only)",
     message: { from: ['SENDING'], to: ['SENT', 'FAILED'] },

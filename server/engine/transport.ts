@@ -23,8 +23,27 @@ export function logTransport(log: (line: string) => void): MailTransport {
   };
 }
 
-export function smtpTransport(url: string): MailTransport {
-  const transporter = nodemailer.createTransport(url);
+/**
+ * The bound on each phase of an SMTP delivery (connecting, the server's greeting, every
+ * wait for an answer on the socket): a third of the sender's lease, at most 10 s (for
+ * nodemailer it is 2 to 10 minutes). A provider that stops answering fails the send
+ * well before anyone could take the sender for dead; the sender renews its lease
+ * meanwhile (server/engine/sender.ts).
+ */
+export function transportTimeoutMs(leaseSeconds: number): number {
+  return Math.max(250, Math.min(10_000, Math.floor((leaseSeconds * 1000) / 3)));
+}
+
+export function smtpTransport(url: string, opts: { timeoutMs?: number } = {}): MailTransport {
+  const timeoutMs = opts.timeoutMs ?? transportTimeoutMs(30);
+  // The URL's own settings (host, auth, ?secure=…) are read from `url`; the bounds beside it.
+  const transporter = nodemailer.createTransport({
+    url,
+    connectionTimeout: timeoutMs,
+    greetingTimeout: timeoutMs,
+    socketTimeout: timeoutMs,
+    dnsTimeout: timeoutMs,
+  });
   return {
     name: 'smtp',
     async send(message) {

@@ -120,7 +120,7 @@ export function planMessageAction(action: MessageRepairAction, m: MessageSnapsho
   }
   const fate =
     m.status === 'SENDING'
-      ? `its sender (${m.leaseOwner ?? 'unknown'}) died while sending it: the provider may or may not have it`
+      ? `its sender (${m.leaseOwner ?? 'unknown'}) stopped renewing its lease (it lapsed ${m.leaseExpiresAt?.toISOString() ?? '—'}): it died, lost the database, or its provider did not answer within the send timeout; the provider may or may not have it`
       : `its last send failed (${m.error ?? 'no error recorded'})`;
   switch (action) {
     case 'MARK_SENT':

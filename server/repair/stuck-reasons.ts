@@ -22,7 +22,7 @@ export const STUCK_DESCRIPTIONS: Record<StuckReason, string> = {
   EVENT_DEAD: 'a tracked event was dead-lettered after its last dispatch attempt',
   EVENT_PENDING: 'a tracked event was accepted but not yet processed',
   FAILED: 'failed, and its step can be retried or skipped',
-  MESSAGE_UNCONFIRMED: 'its email was being sent when the sender died: nobody knows whether it went out',
+  MESSAGE_UNCONFIRMED: 'its email was being sent when the sender stopped renewing its lease (it died, or its provider never answered): nobody knows whether it went out',
   MESSAGE_FAILED: 'sending its email failed, and an email is never resent by itself',
 };
 

@@ -268,8 +268,9 @@ export function stuckQuery(reason: StuckReason, s: StuckScope, reading: StuckRea
            ${workflowFilter(s)}`;
     case 'MESSAGE_UNCONFIRMED':
       // Claimed for sending (QUEUED -> SENDING) and never recorded SENT or FAILED: the
-      // sender died between handing it to the transport and writing the outcome, so
-      // nobody knows whether it went out. Its lease is the sender's deadline.
+      // sender died between handing it to the transport and writing the outcome (or its
+      // provider did not answer within the send timeout), so nobody knows whether it went
+      // out. A live sender renews the lease while it sends: its lapse is the sign.
       return messageItem(
         s,
         reading,

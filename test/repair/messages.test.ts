@@ -107,7 +107,7 @@ describe('stuck emails', () => {
       workflowId,
       detail: { messageId: u.messageId, status: 'SENDING', sender: 'worker:dead' },
     });
-    expect(byReason.MESSAGE_UNCONFIRMED!.description).toMatch(/sender died/);
+    expect(byReason.MESSAGE_UNCONFIRMED!.description).toMatch(/sender stopped renewing its lease/);
     expect(byReason.MESSAGE_FAILED).toMatchObject({
       executionId: f.executionId,
       detail: { messageId: f.messageId, status: 'FAILED', error: '550 mailbox unavailable' },

@@ -142,7 +142,7 @@ function OperatorRepairPanel({ executionId, version, actorLabel }: { executionId
             <p className="flex flex-wrap items-center gap-2 text-xs">
               <span className="font-medium text-zinc-800">Email “{message.subject}”</span>
               <StatusBadge status={message.status} />
-              <span className="text-zinc-600">{message.status === 'FAILED' ? `failed: ${message.error ?? 'no error recorded'}` : 'its sender died while sending it'}</span>
+              <span className="text-zinc-600">{message.status === 'FAILED' ? `failed: ${message.error ?? 'no error recorded'}` : 'its sender stopped renewing its lease mid-send: the provider may or may not have it'}</span>
             </p>
             <ul className="mt-1.5 flex flex-wrap gap-2" aria-label={`Repairs of the email ${message.subject}`}>
               {actions

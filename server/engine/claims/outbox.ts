@@ -159,6 +159,29 @@ export async function claimQueuedMessages(
 }
 
 /**
+ * I5: a sender keeps the leases of the messages it is handing to the transport. Each is
+ * extended only while it is SENDING under this sender's lease, at the version of its
+ * claim, and that lease is still live: a lease that ran out belongs to the operator who
+ * may now decide the message's fate (MESSAGE_UNCONFIRMED), and a sender waking up late
+ * must not revive it behind their back. Returns the messages renewed.
+ */
+export async function renewMessageLeases(
+  db: DbTx,
+  opts: { owner: string; leaseSeconds: number; messages: { messageId: string; version: number }[] },
+): Promise<string[]> {
+  if (opts.messages.length === 0) return [];
+  const rows = await db.$queryRaw<{ id: string }[]>`
+    -- renewMessageLeases
+    UPDATE "Message" m
+       SET "leaseExpiresAt" = ${secondsFromNow(opts.leaseSeconds)}
+      FROM unnest(${opts.messages.map((o) => o.messageId)}::uuid[], ${opts.messages.map((o) => o.version)}::int[]) AS o(id, version)
+     WHERE m.id = o.id AND m.status = 'SENDING' AND m."leaseOwner" = ${opts.owner} AND m.version = o.version
+       AND m."leaseExpiresAt" >= now()
+    RETURNING m.id`;
+  return rows.map((r) => r.id);
+}
+
+/**
  * I5: record the outcome of one delivery, only by the sender that claimed it, fenced by
  * the version of its claim: after an operator marked the message sent, resent it or gave
  * up on it, a stalled sender's late write changes nothing.
