@@ -79,7 +79,7 @@ const MUTATIONS: Mutation[] = [
     guard: 'the pool takes a client back only when it is idle outside a transaction (a released open transaction is discarded)',
     edits: [
       {
-        file: 'server/db.ts',
+        file: 'server/db/pool.ts',
         find: `const broken = err || reusable(client) ? err : new Error(`,
         replace: `const broken = err || true ? err : new Error(`,
       },
@@ -92,7 +92,7 @@ const MUTATIONS: Mutation[] = [
     guard: 'a read timeout drops the connection (nothing more is sent on a session in an unknown state)',
     edits: [
       {
-        file: 'server/db.ts',
+        file: 'server/db/pool.ts',
         find: `if (error instanceof Error && error.message === 'Query read timeout') (this as unknown as PgClientState).connection.stream.destroy();`,
         replace: `void error;`,
       },
@@ -105,7 +105,7 @@ const MUTATIONS: Mutation[] = [
     guard: "the server's statement and idle-in-transaction timeouts stand below the client's query timeout",
     edits: [
       {
-        file: 'server/db.ts',
+        file: 'server/db/index.ts',
         find: `    ...(serverBoundMs ? { statement_timeout: serverBoundMs, idle_in_transaction_session_timeout: serverBoundMs } : {}),\n`,
         replace: ``,
       },

@@ -52,7 +52,7 @@ function anyCause(error: unknown, here: (e: object) => boolean): boolean {
 }
 
 // A database that is reachable but did not let a statement finish in time: a statement or
-// lock timeout (the server's bound, server/db.ts), an interactive transaction that ran past
+// lock timeout (the server's bound, server/db/index.ts createDb), an interactive transaction that ran past
 // its policy (ENGINE_TRANSACTION), a deadlock or a serialization failure. The transaction
 // was rolled back: nothing was changed, and the same call may well succeed when retried.
 

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 
 // DESIGN.md section 6 as a check: imports point down only,
 //   app -> server/trpc -> server/auth -> server/read -> server/repair -> server/engine -> base
-// (base: server/db.ts, server/env.ts, the generated Prisma client and the other modules at
+// (base: server/db/, server/env.ts, the generated Prisma client and the other modules at
 // server/'s top level). Type-only and dynamic imports count: a type that lives above its
 // user drags the layer above into every change. The entry points (scripts/, prisma/,
 // test/, e2e/, proxy.ts, the configs) may import anything; nothing under app/ or server/

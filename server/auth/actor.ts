@@ -44,7 +44,7 @@ async function actorOfApiKey(db: Db, authorization: string): Promise<Actor | nul
   const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization.trim());
   if (!match || !API_KEY_PATTERN.test(match[1]!)) return null;
   // Every API call starts here, so it is one round trip over a named prepared statement
-  // (server/db.ts preparedRaw), not a Prisma lookup and a second statement for lastUsedAt.
+  // (server/db/prepared.ts, preparedRaw), not a Prisma lookup and a second statement for lastUsedAt.
   // lastUsedAt is a hint for owners ("is this key still in use?"), not a log: it is
   // written at most once a minute per key, so a busy integration calling hundreds of
   // times a second does not turn every call into a write on one hot row. The condition is

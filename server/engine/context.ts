@@ -4,7 +4,7 @@ import { logTransport, type MailTransport } from './transport';
 
 // What every engine operation needs: a database, the tunables, who is acting (for
 // leases and logs) and where mail goes. Built once per process. A client of its own
-// (createDb's) sends the claims' SQL as named prepared statements (server/db.ts,
+// (createDb's) sends the claims' SQL as named prepared statements (server/db/prepared.ts,
 // preparedRaw); a caller's transaction is used as it is.
 
 export interface EngineConfig {

@@ -22,7 +22,7 @@ function isClient(db: DbTx): db is Db {
 /**
  * `fn` in one transaction; then `closing`, the transaction's last statement, with fn's
  * value (an audit entry that records what fn did). Over the client's pg pool the closing
- * statement carries the COMMIT (server/db.ts, preparedTransaction): it must run exactly
+ * statement carries the COMMIT (server/db/prepared.ts, preparedTransaction): it must run exactly
  * one statement and nothing that can fail after it.
  */
 export async function inEngineTransaction<T>(

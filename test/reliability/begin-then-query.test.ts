@@ -3,7 +3,7 @@ import { closeDb, createDb, preparedRaw, preparedTransaction, Prisma, type Db, t
 import { freshDatabase, type TestDatabase } from '../support/database';
 
 // A raw engine transaction sends BEGIN in the same write as its first statement
-// (server/db.ts, BeginThenQuery), and, when it has a closing statement, COMMIT in the same
+// (server/db/wire.ts, BeginThenQuery), and, when it has a closing statement, COMMIT in the same
 // write as that one (QueryThenCommit); both lean on node-postgres internals. Their failure
 // paths: a statement failing at parse or at execution, COMMIT itself failing, and the
 // caller throwing, each on a pool of one connection, so that a connection left in a

@@ -6,7 +6,7 @@ import { freshDatabase, type TestDatabase } from '../support/database';
 // waiting on JavaScript between two statements, as a worker's does around a send) must fail
 // that transaction's next statement, not crash the process with an unhandled 'error' event.
 //
-// Shown to matter: without the per-client listener in server/db.ts createDb, this file
+// Shown to matter: without the per-client listener in server/db/index.ts createDb, this file
 // failed with Vitest catching unhandled "Connection terminated unexpectedly" errors, and
 // the connection-drop drill (test/race/drills.test.ts) saw workers exit 1 in 2 of 5 runs.
 

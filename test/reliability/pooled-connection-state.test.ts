@@ -17,7 +17,7 @@ import { createProject, holdExecutionRow, parkedAtWait, waitWorkflow, workflowFr
 //
 // Three guards, each with a test here that fails without it:
 // - the pool discards a client released inside a transaction or with a statement running
-//   (CheckedPool in server/db.ts): 'a client released inside a transaction ...';
+//   (CheckedPool in server/db/pool.ts): 'a client released inside a transaction ...';
 // - a read timeout drops the connection at once (ReadTimeoutClient):
 //   'the statement after a read timeout ...';
 // - the server gives up first (statement_timeout below the client's bound):

@@ -34,7 +34,7 @@ export type OperatorClaimResult = Won<{ version: number }> | Lost<ExecutionState
 
 /** Is this error the I1 index refusing a second active execution (unique_violation)? */
 export function isActiveExecutionViolation(error: unknown): boolean {
-  // node-postgres's own error (the engine's prepared statements, server/db.ts preparedRaw)
+  // node-postgres's own error (the engine's prepared statements, server/db/prepared.ts, preparedRaw)
   const direct = error as { code?: unknown; constraint?: unknown } | null;
   if (direct?.code === '23505' && typeof direct.constraint === 'string') return direct.constraint === ACTIVE_EXECUTION_INDEX;
   const cause = (error as { meta?: { driverAdapterError?: { cause?: { originalCode?: string; constraint?: { index?: string } } } } } | null)
