@@ -6,7 +6,7 @@ import type { HttpResult } from './http';
 import type { StepsResult } from './steps';
 import type { WaitsResult } from './waits';
 
-// The table printed at the end (and shown in the README): every figure with its ratio
+// The table printed at the end (kept in bench/HISTORY.md, its ratios in the README): every figure with its ratio
 // to its same-run baseline.
 
 function table(rows: string[][]): string {

@@ -342,7 +342,7 @@ async function invariantsCommand(argv: string[]): Promise<number> {
     const results = await checkInvariants(db);
     for (const r of results) process.stdout.write(`${r.id}  ${String(r.violations).padStart(6)}  ${r.title}\n`);
     const total = results.reduce((n, r) => n + r.violations, 0);
-    say(total === 0 ? 'every invariant holds in every project' : `${total} violation(s): see DESIGN.md section 3`);
+    say(total === 0 ? 'every invariant holds in every project' : `${total} violation(s): see docs/architecture.md (Invariants)`);
     return total === 0 ? 0 : 1;
   });
 }

@@ -14,7 +14,7 @@ import {
 } from '../server/embedded-postgres';
 
 // Which PostgreSQL the product's scripts use: DATABASE_URL when set, otherwise the
-// embedded server under .data/postgres (DESIGN.md section 7), with the product's data in
+// embedded server under .data/postgres (docs/operations.md, "The embedded database"), with the product's data in
 // its `waypost` database.
 
 export const ROOT = path.resolve(import.meta.dirname, '..');

@@ -5,7 +5,7 @@ import pg from 'pg';
 
 // Applies prisma/migrations/<timestamp>_<name>/migration.sql the way `prisma migrate
 // deploy` does, because Prisma's native schema engine cannot be downloaded on every
-// machine (DESIGN.md section 7). It writes `_prisma_migrations` rows exactly as Prisma
+// machine (docs/architecture.md, "Constraints and choices"). It writes `_prisma_migrations` rows exactly as Prisma
 // does (checksum = sha256 hex of the file), so a machine that has the engine accepts the
 // same database with `prisma migrate deploy`.
 //

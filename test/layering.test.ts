@@ -3,7 +3,7 @@ import path from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 
-// DESIGN.md section 6 as a check: imports point down only,
+// docs/architecture.md ("Layers") as a check: imports point down only,
 //   app -> server/trpc -> server/auth -> server/read -> server/repair -> server/engine -> base
 // (base: server/db/, server/env.ts, the generated Prisma client and the other modules at
 // server/'s top level). Type-only and dynamic imports count: a type that lives above its
@@ -63,7 +63,7 @@ export function upwardImports(files: string[], read: (file: string) => string = 
   return found;
 }
 
-describe('layering (DESIGN.md section 6)', () => {
+describe('layering (docs/architecture.md, Layers)', () => {
   const files = [...sources(path.join(ROOT, 'app')), ...sources(path.join(ROOT, 'server'))];
 
   it('walks the whole product', () => {

@@ -18,7 +18,7 @@ beforeAll(async () => {
 afterAll(() => t.drop());
 
 describe('health.invariants', () => {
-  it('answers every invariant of DESIGN.md section 3, each with zero violations on a clean database', async () => {
+  it('answers every invariant of docs/architecture.md (I1–I8), each with zero violations on a clean database', async () => {
     const project = await createProject(t.db);
     const results = await createCaller(contextFor(t.db, actorFor(project.id, 'VIEWER'))).health.invariants();
     expect(results.map((r) => r.id)).toEqual(['I1', 'I2', 'I3', 'I4', 'I5', 'I6', 'I7', 'I8']);
@@ -55,7 +55,7 @@ describe('workflows.list', () => {
   });
 });
 
-describe('error shape (API.md "Errors")', () => {
+describe('error shape (docs/api.md, "Errors")', () => {
   // A router of its own, so the formatter is tested apart from any product procedure.
   const probe = router({
     rename: publicProcedure

@@ -12,7 +12,7 @@ import { INPUT_CLASS } from './filters';
 import { ACTION_MEANS, actionsFor, subjectOf, type BulkActionName } from './stuck-actions';
 
 // Bulk repair of one stuck group, or of what the Executions page's filters select
-// (DESIGN.md section 5): choose an action the group's reason allows, count first (a dry run: "this will touch N"), confirm with a reason, then
+// (docs/stuck-and-repair.md, "Bulk repair"): choose an action the group's reason allows, count first (a dry run: "this will touch N"), confirm with a reason, then
 // watch it run row by row over repair.applyManyLive (server-sent events) with a Stop
 // button; every row's outcome is listed and can be downloaded as CSV. Rows already done
 // when the run stops stay done.

@@ -4,7 +4,7 @@ import { useQuery } from '@tanstack/react-query';
 import { useTRPC } from '../_trpc/client';
 import { Freshness, LIVE_REFRESH_MS, LoadError, Panel } from './panel';
 
-/** DESIGN.md section 3, live: each invariant's violation count, zero being the only healthy answer. */
+/** The invariants of docs/architecture.md ("Invariants"), live: each invariant's violation count, zero being the only healthy answer. */
 export function InvariantPanel() {
   const trpc = useTRPC();
   const { data, error, dataUpdatedAt, isFetching } = useQuery(

@@ -7,7 +7,7 @@ import type { RouterInputs, RouterOutputs } from '@/app/_trpc/types';
 import { type ApplyError, shortId, Refusal, ApplyErrorView } from './repair-outcome';
 import { PreviewBody } from './repair-preview';
 
-// One repair, preview first (DESIGN.md section 5): what the action will change, which
+// One repair, preview first (docs/stuck-and-repair.md, "Preview and apply"): what the action will change, which
 // branch it takes, whether an email may be sent again, which step execution it aims at,
 // a mandatory reason, then apply with the version and step execution the preview showed.
 // Losing says who won and what the state is now; a refusal says why. Generic over the

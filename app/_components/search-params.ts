@@ -1,4 +1,4 @@
-// A page's filters live in its URL (STYLE.md, Temporal UI's persisted search parameters):
+// A page's filters live in its URL (docs/architecture.md, "Conventions"; after Temporal UI's persisted search parameters):
 // the server page parses the URL into the router's own input and prefetches exactly that,
 // and the browser derives the very same input from the same URL, so a pasted link shows
 // the same rows. Lists are repeated keys (?status=WAITING&status=FAILED).

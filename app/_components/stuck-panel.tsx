@@ -14,7 +14,7 @@ function listHref(reason: StuckReason): string {
 }
 
 /**
- * What is not moving, and why (DESIGN.md section 5), live: each stuck reason with its
+ * What is not moving, and why (docs/stuck-and-repair.md), live: each stuck reason with its
  * count, what it means, and whether the workers clear it by themselves or it waits for
  * an operator. The counts are the same predicates repair.stuck lists ("as of" when the
  * project is too large to count on every refresh).

@@ -8,7 +8,7 @@ export type ListContactsInput = RouterInputs['contacts']['list'];
 export type ContactDetail = RouterOutputs['contacts']['get'];
 
 
-/** Marketers and above manage contacts and enroll them (API.md "Authentication and roles"). */
+/** Marketers and above manage contacts and enroll them (docs/api.md, "Authentication and roles"). */
 export function mayManageContacts(role: Role): boolean {
   return atLeast(role, 'MARKETER');
 }

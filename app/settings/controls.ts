@@ -3,7 +3,7 @@ import type { Role } from '@/server/auth/roles';
 // The Settings panels' controls: what each role may do where a role is chosen, and the
 // look of their inputs and buttons.
 
-/** What each role may do (API.md "Authentication and roles"), weakest first. */
+/** What each role may do (docs/api.md, "Authentication and roles"), weakest first. */
 export const ROLE_OPTIONS: readonly { role: Role; summary: string }[] = [
   { role: 'VIEWER', summary: 'reads' },
   { role: 'MARKETER', summary: '+ contacts, workflows, enrolling' },

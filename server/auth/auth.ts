@@ -80,7 +80,7 @@ export function createAuth(db: Db, settings: AuthSettings) {
         '/sign-in/email': { window: SIGN_IN_WINDOW_SECONDS, max: SIGN_IN_MAX_ATTEMPTS },
       },
       // Counters live in this process: one web process per machine today. A deployment with
-      // several web instances multiplies the allowance by their number (see the README).
+      // several web instances multiplies the allowance by their number (docs/operations.md, "The web tier").
       storage: 'memory',
     },
     advanced: {

@@ -1,6 +1,6 @@
 import { Role } from '../generated/prisma/enums';
 
-// The four roles (API.md "Authentication and roles"), weakest first: VIEWER reads;
+// The four roles (docs/api.md, "Authentication and roles"), weakest first: VIEWER reads;
 // MARKETER also enrolls, tracks events and manages contacts and workflows; OPERATOR also
 // repairs; OWNER also manages members and keys. The type is Prisma's enum, so a role the
 // schema does not know cannot be spelled. Imports nothing server-only: the console's

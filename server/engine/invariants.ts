@@ -1,6 +1,6 @@
 import { Prisma, type DbTx } from '../db';
 
-// The invariants of DESIGN.md section 3, each checked by one SQL query that counts
+// The invariants of docs/architecture.md ("Invariants"), each checked by one SQL query that counts
 // violations (test/engine/invariants.test.ts: zero on a healthy run full of every state,
 // and each one fires on a hand-made violation). Tests, the race suite, the bench, the fault drills and the console's health
 // panel all call these: one concept, one home. Zero everywhere is the only healthy answer.
@@ -13,7 +13,7 @@ export interface InvariantCheck {
   /** What a violation is, in the words an operator would use. */
   violation: string;
   /**
-   * The unique index that makes a violation impossible (DESIGN.md: "a unique constraint").
+   * The unique index that makes a violation impossible (docs/architecture.md, "Invariants": "a unique constraint").
    * While it is in place, valid and exactly this (columns, predicate), PostgreSQL itself
    * guarantees zero, so the check reads the catalog instead of grouping a table of
    * millions of rows; without it (dropped, being rebuilt, changed) the count is taken.

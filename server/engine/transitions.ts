@@ -1,6 +1,6 @@
 import type { ExecutionStatus, MessageStatus, StepStatus } from '../generated/prisma/enums';
 
-// The engine's state machine, written down once (DESIGN.md section 5): for each
+// The engine's state machine, written down once (docs/state-machine.md): for each
 // claim of server/engine/claims/, the statuses it moves rows from and to. The operator
 // claims' SQL (cancelExecution, retryStep, skipStep) reads its from-lists from here, and
 // so does the repair planner (server/repair/planner.ts), so "may this be retried /

@@ -1,7 +1,7 @@
 import { preparedRaw, type DbTx } from '../db';
 
 // Workers poll, and may be woken early by NOTIFY. NOTIFY takes one global lock at
-// commit and serialises every transaction that notifies (DESIGN.md section 7), so it is
+// commit and serialises every transaction that notifies (docs/architecture.md, "Constraints and choices"), so it is
 // sent once per API call that created work, never once per row, and never from inside
 // the claims themselves; and it is sent after the change's own transaction has
 // committed, in a transaction of its own that writes nothing: a transaction that both

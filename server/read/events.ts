@@ -3,7 +3,7 @@ import type { KeysetPosition } from './cursor';
 import { directionOf, keysetClause, twoWayPage, type TwoWayPage } from './keyset';
 
 // The console's read model of tracked events and their dispatch (the outbox columns of
-// DESIGN.md section 2): newest first, keyset-paginated on (createdAt, id), each with what
+// docs/architecture.md, "Data model"): newest first, keyset-paginated on (createdAt, id), each with what
 // it started (executions it enrolled) and what it resumed (waits it resolved).
 
 /**

@@ -19,7 +19,7 @@ import { projectCountsFigure } from './console-figures';
 import type { KeysetPosition } from './cursor';
 import { directionOf, keysetClause, twoWayPage, type TwoWayPage } from './keyset';
 
-// The console's read model of executions (DESIGN.md section 6): the list, one execution's
+// The console's read model of executions (docs/architecture.md, "Layers"): the list, one execution's
 // story, the counts. Routers validate, authorize and call these; every statement starts
 // from an index range (test/api/executions-explain.test.ts, test/api/read-explain.test.ts).
 

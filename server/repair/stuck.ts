@@ -1,8 +1,8 @@
 import { Prisma, type DbTx } from '../db';
 
-// Why an execution (or an accepted event) is not moving: each reason of DESIGN.md
-// section 5 is one SQL predicate, defined here once and reused by repair.stuck,
-// executions.list({ stuck }), executions.stats, the tests, the bench and the console.
+// Why an execution (or an accepted event) is not moving: each reason of
+// docs/stuck-and-repair.md is one SQL predicate, defined here once and reused by
+// repair.stuck, executions.list({ stuck }), executions.stats, the tests, the bench and the console.
 // Every predicate starts from a small partial index (the timer, lease, continuation,
 // ready-queue, event-queue and message-outcome indexes), so it stays an index scan at millions of rows
 // (test/repair/stuck-explain.test.ts).

@@ -69,7 +69,7 @@ export async function boundedRequest(req: Request, maxBytes = MAX_BODY_BYTES): P
 }
 
 /**
- * API.md names the repair procedure `repair.apply`, but tRPC reserves `apply` (its client
+ * The API's contract (docs/api.md) names the repair procedure `repair.apply`, but tRPC reserves `apply` (its client
  * proxies would read it as Function.prototype.apply), so the router calls it
  * `repair.applyOne`. Programs that speak HTTP keep the documented name: a request for
  * `repair.apply` (alone or in a batch) is served by `repair.applyOne`.

@@ -13,7 +13,7 @@ import { env, type Env } from '../env';
 //
 // The counters live in this process's memory. `npm start` runs one web process, so that
 // is every request; a deployment with several web processes multiplies the limits by
-// their number (see the README). The two API routes are separate bundles in a Next.js
+// their number (docs/operations.md, "The web tier"). The two API routes are separate bundles in a Next.js
 // build, so the counters hang off globalThis to be one set for both.
 
 export type RateLimitedScope = 'key' | 'session' | 'address';

@@ -11,7 +11,7 @@ import { asDatabaseUnavailable, DATABASE_RETRY_AFTER_SECONDS, databaseBusyError,
 import { id as rowId } from '../inputs';
 
 // The tRPC entry points: the context every procedure sees, the error shape every client
-// relies on (API.md "Errors"), and the named procedure builders routers are written with.
+// relies on (docs/api.md, "Errors"), and the named procedure builders routers are written with.
 
 export interface Context {
   db: Db;
@@ -59,7 +59,7 @@ export async function createApiContext(opts: { headers: Headers }): Promise<Cont
 }
 
 /**
- * A lost compare-and-swap, as API.md describes it: what won and the current state, e.g.
+ * A lost compare-and-swap, as docs/api.md ("Errors") describes it: what won and the current state, e.g.
  * `{ reason: 'WAIT_RESOLVED', resolvedBy: 'TIMEOUT', at }`.
  */
 export interface Conflict {
@@ -148,7 +148,7 @@ const procedure = t.procedure.use(async ({ next }) => {
 /** No identity required. Only for what anyone may see, such as a sign-in form's needs. */
 export const publicProcedure = procedure;
 
-// Role builders (API.md "Authentication and roles"): VIEWER reads; MARKETER also enrolls,
+// Role builders (docs/api.md, "Authentication and roles"): VIEWER reads; MARKETER also enrolls,
 // tracks events and manages contacts and workflows; OPERATOR also repairs; OWNER also
 // manages members and keys. Every router procedure is built from one of these, so none
 // can forget its check: no session or key is UNAUTHORIZED, too small a role FORBIDDEN.

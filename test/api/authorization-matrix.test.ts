@@ -6,7 +6,7 @@ import { freshDatabase, type TestDatabase } from '../support/database';
 import { bearer, contextOf, createPerson, newApiKey, signIn } from '../support/auth';
 import { allowed, ID_KEYS, inputKeys, MATRIX, PROCEDURES, projectWithRows, refusalOf, ROLES, type ProjectRows } from '../support/authorization-matrix';
 
-// The authorization matrix of API.md "Authentication and roles", walked over EVERY
+// The authorization matrix of docs/api.md, "Authentication and roles", walked over EVERY
 // procedure of the real router, enumerated from the router itself: a procedure added
 // without a row in MATRIX fails this file, so none can ship without a decided minimum
 // role. Each procedure is called, through contexts built by resolveActor from real

@@ -7,8 +7,8 @@ import { freshDatabase, type TestDatabase } from '../support/database';
 import { explain, planNodes, type PlanNode } from '../support/explain';
 import { createProject, waitWorkflow, workflowFrom } from '../support/fixtures';
 
-// The contacts page and a contact's journey stay index-driven as the tables grow (DESIGN.md
-// section 8): two projects of 30,000 contacts with varied data; one busy contact enrolled
+// The contacts page and a contact's journey stay index-driven as the tables grow
+// (docs/architecture.md, "Scale"): two projects of 30,000 contacts with varied data; one busy contact enrolled
 // 3,000 times (an event-triggered workflow re-entering it) with an email each time and
 // 3,000 tracked events, spread over the same time as 30,000 executions of others. Every plan is checked for
 // sequential scans of the big tables and for the index it is meant to use.

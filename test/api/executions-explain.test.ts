@@ -5,7 +5,7 @@ import { freshDatabase, type TestDatabase } from '../support/database';
 import { explain, planNodes, type PlanNode } from '../support/explain';
 import { createProject, waitWorkflow, workflowFrom } from '../support/fixtures';
 
-// executions.list stays a short index range scan as executions grow (DESIGN.md section 8):
+// executions.list stays a short index range scan as executions grow (docs/architecture.md, "Scale"):
 // 100,000 executions over two projects, then EXPLAIN the list's one statement for each
 // filter and check that the executions table is never read sequentially, and that deep
 // pages (keyset, not OFFSET) cost what the first page costs.

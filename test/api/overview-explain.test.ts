@@ -6,7 +6,7 @@ import { freshDatabase, type TestDatabase } from '../support/database';
 import { explain, planNodes, type PlanNode } from '../support/explain';
 import { createProject, waitWorkflow, workflowFrom } from '../support/fixtures';
 
-// The overview's reads stay index range scans as the tables grow (DESIGN.md section 8).
+// The overview's reads stay index range scans as the tables grow (docs/architecture.md, "Scale").
 // Two projects, each with 30,000 executions over the last ten hours (two finished step
 // rows each), 30,000 events and an email per execution; some failed, some dead-lettered.
 // Every plan reads each big table through the index named here, never by a sequential scan.

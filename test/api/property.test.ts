@@ -278,7 +278,7 @@ async function call(path: string, input: unknown): Promise<Outcome> {
 const procedures = Object.keys(appRouter._def.procedures).sort();
 
 describe('arbitrary input at every procedure', () => {
-  it('the router has the procedures of API.md', () => {
+  it('the router has the procedures of docs/api.md', () => {
     expect(procedures).toEqual(
       expect.arrayContaining([
         'contacts.upsert', 'contacts.list', 'contacts.get',

@@ -10,7 +10,7 @@ import { freshDatabase, type TestDatabase } from '../support/database';
 import { explain, planNodes, type PlanNode } from '../support/explain';
 import { createProject, waitWorkflow, workflowFrom } from '../support/fixtures';
 
-// The console's other reads stay index range scans as the tables grow (DESIGN.md section 8):
+// The console's other reads stay index range scans as the tables grow (docs/architecture.md, "Scale"):
 // the events page (and what each event started or resumed), the audit log with each of its
 // filters, and the stuck reasons of one page of executions. Two projects of 30,000
 // executions (each with its step rows and an email), 30,000 events and 30,000 audit

@@ -13,8 +13,8 @@ import { freshDatabase, type TestDatabase } from '../support/database';
 import { createContact, createProject, stepId, waitWorkflow, workflowFrom } from '../support/fixtures';
 import { expectNoViolations, fulfilled, racers, ROUNDS, type Racers } from '../support/race';
 
-// Event delivery is two-sided, and event time decides (DESIGN.md
-// section 4). An event resolves the waits already parked; a wait that parks looks back
+// Event delivery is two-sided, and event time decides
+// (docs/event-time.md). An event resolves the waits already parked; a wait that parks looks back
 // for an event accepted since it began; the timer takes an event accepted before the
 // deadline; an event accepted after the deadline never resumes the wait. Every scenario
 // here failed on 309b01c (see the note beside each), and the race scenarios were shown

@@ -4,7 +4,7 @@ import { freshDatabase, type TestDatabase } from '../support/database';
 import { explain, planNodes } from '../support/explain';
 import { createProject, waitWorkflow, workflowFrom } from '../support/fixtures';
 
-// The stuck predicates stay index scans as executions grow (DESIGN.md section 8):
+// The stuck predicates stay index scans as executions grow (docs/architecture.md, "Scale"):
 // 100,000 executions in the shapes production leaves (mostly finished, a few thousand
 // active, some of them stuck), then EXPLAIN every predicate and check that no big table
 // is read by a sequential scan.

@@ -10,7 +10,7 @@ import { inviteMember } from '../../server/auth/invitations';
 import { createPerson, newApiKey } from './auth';
 import { createContact, createProject, waitWorkflow, workflowFrom } from './fixtures';
 
-// The authorization matrix of API.md "Authentication and roles", one table for the
+// The authorization matrix of docs/api.md, "Authentication and roles", one table for the
 // in-process walk (test/api/authorization-matrix.test.ts) and the walk over HTTP
 // (test/security/authorization-http.test.ts): per procedure of the real router, its
 // minimum role, a well-formed input on the caller's own project, the same call naming
@@ -325,7 +325,7 @@ export const MATRIX: Record<string, MatrixRow> = {
       expect(ok(reply, cell), cell).toMatchObject({ expectedVersion: expect.any(Number), target: { id: own.executionId, projectId: own.projectId, status: 'WAITING' } });
     },
   },
-  // API.md's repair.apply: tRPC reserves `apply` as a procedure name.
+  // docs/api.md's repair.apply: tRPC reserves `apply` as a procedure name.
   'repair.applyOne': {
     minimum: 'OPERATOR',
     // Version 0 is stale by now: a CONFLICT past authorization, and nothing cancelled.

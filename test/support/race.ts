@@ -51,7 +51,7 @@ export function fulfilled<T>(results: PromiseSettledResult<T>[]): T[] {
 /** Rounds per race scenario (the issue asks for at least 50). */
 export const ROUNDS = Number(process.env.RACE_ROUNDS ?? 50);
 
-/** Every invariant holds (DESIGN.md I1–I8); the label says which round broke one. */
+/** Every invariant holds (docs/architecture.md, I1–I8); the label says which round broke one. */
 export async function expectNoViolations(db: Db, label: string): Promise<void> {
   const bad = (await checkInvariants(db)).filter((r) => r.violations > 0);
   expect(bad, `${label}: ${JSON.stringify(bad)}`).toEqual([]);

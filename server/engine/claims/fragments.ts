@@ -127,7 +127,7 @@ export const bumpExecutionsOfResolvedWaits = Prisma.sql`exec AS (
     )`;
 
 // ---------------------------------------------------------------------------
-// Event time decides (DESIGN.md section 4): an event accepted inside a wait's window
+// Event time decides (docs/event-time.md): an event accepted inside a wait's window
 // [startedAt, dueAt) resumes it by EVENT, however late its dispatch runs or however early
 // the timer fires; one accepted at or after dueAt never does. Three parties meet on that
 // rule: the event's dispatch (claimWaitsForEvent), the wait parking (parkExecution looks

@@ -5,7 +5,7 @@
 // Zero rows means the caller lost; it gets a typed Lost result, never an exception.
 // A multi-table change is one statement with data-modifying CTEs, so it commits (or
 // not) as a unit with a single round trip and a single WAL flush: fewer, shorter
-// transactions per step is what makes the engine fast (DESIGN.md section 7).
+// transactions per step is what makes the engine fast (docs/architecture.md, "Constraints and choices").
 //
 // Lock order: a claim that touches an execution and its step row locks the execution row
 // first (its UPDATE or a FOR UPDATE comes first in the statement), so no two claims can

@@ -25,7 +25,7 @@ export interface EventRow {
  * idempotency key (ON CONFLICT DO NOTHING; the caller reads the first one back). An event
  * of a contact holds the contact's event channel while it is inserted and takes its
  * acceptance time (createdAt) after the lock: a timer holding the channel has then
- * either seen this event or decided before it was accepted (DESIGN.md section 4).
+ * either seen this event or decided before it was accepted (docs/event-time.md, "The event channel lock").
  */
 export async function insertEvent(
   db: DbTx,

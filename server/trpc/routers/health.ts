@@ -3,7 +3,7 @@ import { router, viewerProcedure } from '../trpc';
 
 export const healthRouter = router({
   /**
-   * Each invariant of DESIGN.md section 3 with its violation count in the caller's project;
+   * Each invariant of docs/architecture.md ("Invariants") with its violation count in the caller's project;
    * zero is the only healthy answer. Each carries `asOf`: null when counted for this call,
    * else when the counting began (a large project's counts are served as last computed
    * and refreshed in the background: server/read/figures.ts). The deployment-wide view is

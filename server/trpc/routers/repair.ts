@@ -124,7 +124,7 @@ export const repairRouter = router({
   }),
 
   /**
-   * API.md's `repair.apply`: apply one action with the version the operator saw. Lost:
+   * The contract's `repair.apply` (docs/api.md): apply one action with the version the operator saw. Lost:
    * CONFLICT naming the winner. Not allowed in the current state: PRECONDITION_FAILED with
    * the refusal. (tRPC reserves `apply`, `call` and `then` as procedure names, since its
    * proxies would take them for Function.prototype methods; hence `applyOne`.)

@@ -7,7 +7,7 @@ export const waitsRouter = router({
   /**
    * Resolve a wait by EVENT or TIMEOUT through the engine's one wait claim (I4); a TIMEOUT
    * before the wait is due is recorded as resolved by OPERATOR. MARKETER and up, like
-   * tracking the events that resolve waits (API.md lists it with enrollment and events);
+   * tracking the events that resolve waits (docs/api.md lists it with enrollment and events);
    * the audit entry names who forced what.
    */
   resolve: marketerProcedure.input(resolveWaitInput).mutation(async ({ ctx, input }) => {

@@ -9,9 +9,10 @@ import { freshDatabase, type TestDatabase } from '../../support/database';
 import { createProject } from '../../support/fixtures';
 
 // What the router tests (one file per router, beside this one) share: a fresh database
-// per file with two projects and an actor per role, and the checks of API.md's error
-// contract. The behaviour of every procedure of API.md (except apiKeys/members): results,
-// keyset pagination, project scoping (another project's ids are NOT_FOUND), conflicts
+// per file with two projects and an actor per role, and the checks of the error contract
+// (docs/api.md, "Errors"). The behaviour of every procedure of docs/api.md (except
+// apiKeys/members): results, keyset pagination, project scoping (another project's ids
+// are NOT_FOUND), conflicts
 // carrying data.conflict, and the audit entry each mutation writes in the transaction of
 // its change.
 
