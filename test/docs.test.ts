@@ -19,17 +19,6 @@ const POINTS_OUTSIDE = new RegExp(
   [...BRIEF_FILES.map((f) => `(?<![A-Za-z0-9_])${escape(f)}`), ...OUTSIDE.map(escape)].join('|'),
 );
 
-/**
- * Files that may keep such a mention, and why. An applied migration never changes: the
- * migrator records each file's sha256 when it applies it and refuses to start when a file
- * no longer matches (server/migrator.ts, test/migrations.test.ts), so even a comment edit
- * would stop every database that has run it. Its first line names the data model's old
- * home; docs/architecture.md ("Data model") is the current one.
- */
-const FROZEN: ReadonlyMap<string, string> = new Map([
-  ['prisma/migrations/20261201000000_init/migration.sql', 'applied migration: its checksum is recorded'],
-]);
-
 function trackedFiles(): string[] {
   const out = execFileSync('git', ['ls-files', '-z'], { cwd: ROOT, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
   return out.split('\0').filter((f) => f !== '' && !f.startsWith('node_modules/') && !f.includes('/node_modules/'));
@@ -39,7 +28,7 @@ function trackedFiles(): string[] {
 export function outsideReferences(files: string[], read: (file: string) => string | null): string[] {
   const found: string[] = [];
   for (const file of files) {
-    if (file.startsWith('docs/') || FROZEN.has(file)) continue;
+    if (file.startsWith('docs/')) continue;
     const text = read(file);
     if (text === null) continue;
     text.split('\n').forEach((line, i) => {

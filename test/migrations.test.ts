@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { cpSync, mkdtempSync, writeFileSync, appendFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { DEFAULT_MIGRATIONS_DIR, migrate, markRolledBack, readMigrations, invalidIndexes } from '../server/migrator';
+import { DEFAULT_MIGRATIONS_DIR, migrate, markRolledBack, readMigrations, invalidIndexes, SUPERSEDED_CHECKSUMS } from '../server/migrator';
 import { emptyDatabase, type TestDatabase } from './support/database';
 import pg from 'pg';
 
@@ -206,6 +206,23 @@ describe('migrations', () => {
     await migrate(t.url, { dir });
     appendFileSync(path.join(dir, BEFORE_I2_CHECK, 'migration.sql'), '\n-- an innocent-looking edit\n');
     await expect(migrate(t.url, { dir })).rejects.toThrow(/20261201000000_init was modified after it was applied/);
+  });
+
+  it('a database that recorded an earlier, comment-only text of a migration starts, and its checksum is brought up to date', async () => {
+    const t = await blank();
+    await migrate(t.url);
+    const [entry] = Object.entries(SUPERSEDED_CHECKSUMS);
+    const [name, [earlier]] = [entry![0], entry![1]];
+    await t.query(`UPDATE "_prisma_migrations" SET checksum = $1 WHERE migration_name = $2`, [earlier!.checksum, name]);
+    const logged: string[] = [];
+    const result = await migrate(t.url, { log: (line) => logged.push(line) });
+    expect(result.applied).toEqual([]);
+    expect(logged.join('\n')).toContain(`migration ${name}: recorded checksum updated`);
+    const [row] = await t.query(`SELECT checksum FROM "_prisma_migrations" WHERE migration_name = $1`, [name]);
+    expect(row.checksum).toBe(readMigrations().find((m) => m.name === name)!.checksum);
+    // Any other recorded text is still an edited migration.
+    await t.query(`UPDATE "_prisma_migrations" SET checksum = $1 WHERE migration_name = $2`, ['0'.repeat(64), name]);
+    await expect(migrate(t.url)).rejects.toThrow(new RegExp(`${name} was modified after it was applied`));
   });
 
   it('an INVALID index left by an interrupted concurrent build is detected', async () => {

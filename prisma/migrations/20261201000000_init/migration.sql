@@ -1,4 +1,4 @@
--- Initial data model (DESIGN.md section 2). Invariant indexes I1 and I2 come in later
+-- Initial data model (docs/architecture.md, "Data model"). Invariant indexes I1 and I2 come in later
 -- migrations, each built CONCURRENTLY after a check for existing violations.
 
 -- CreateEnum
