@@ -499,7 +499,7 @@ export async function stuckReasonsOf(db: DbTx, s: StuckScope, executionId: strin
 // executions.list({ stuck }): the same predicates, read from both ends. A page walks the
 // list's own order and probes each execution (cheap while stuck ones are dense in it),
 // and past a window of executions falls back to the reasons' set (cheap while they are
-// few): server/read/executions.ts.
+// few): server/read/executions/list.ts.
 
 /** The reasons of these whose items are executions' (not events'). */
 export const executionReasons = (reasons: readonly StuckReason[]) => reasons.filter((r) => !EVENT_REASONS.includes(r));

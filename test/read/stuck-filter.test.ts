@@ -8,7 +8,7 @@ import { freshDatabase, type TestDatabase } from '../support/database';
 import { createProject, waitWorkflow, workflowFrom } from '../support/fixtures';
 
 // executions.list({ stuck }) walks the list's order in windows and probes each execution,
-// falling back to the stuck set past a window (server/read/executions.ts). Whichever way
+// falling back to the stuck set past a window (server/read/executions/list.ts). Whichever way
 // a page is read, it must hold exactly the executions the stuck predicates select read
 // as a set (server/repair/stuck.ts, as counts, groups and bulk repairs read them), in
 // the list's order: checked here on a seeded mix of every reason, of states just short

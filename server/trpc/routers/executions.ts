@@ -6,7 +6,7 @@ import { router, viewerProcedure } from '../trpc';
 import { executionStatsInput, getExecutionInput, listExecutionsInput } from './executions.schema';
 
 // Browsing executions: the router validates, authorizes and calls the read model
-// (server/read/executions.ts), which holds the SQL.
+// (server/read/executions/), which holds the SQL.
 
 export type { ExecutionFilter, ExecutionListItem, ExecutionListRow } from '../../read/executions';
 export { executionListQuery } from '../../read/executions';

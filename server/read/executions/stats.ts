@@ -1,0 +1,22 @@
+import type { DbTx } from '../../db';
+import { stuckByReason, type StuckScope } from '../../repair/stuck';
+import { projectCountsFigure } from '../console-figures';
+import { EXECUTION_STATUS_LIST, type ExecutionStatusName } from './list';
+
+
+// ---------------------------------------------------------------------------
+// Counts
+
+/**
+ * How many executions are in each status, and how many items are stuck for each reason:
+ * the project's counts figure (server/read/console-figures.ts), narrowed to the workflow
+ * when one is given. `asOf` null: counted for this read; else when they were counted.
+ */
+export async function executionStats(db: DbTx, s: StuckScope) {
+  const { value, asOf } = await projectCountsFigure(db, s);
+  const inScope = (c: { workflowId: string | null }) => !s.workflowId || c.workflowId === s.workflowId;
+  const byStatus = Object.fromEntries(EXECUTION_STATUS_LIST.map((st) => [st, 0])) as Record<ExecutionStatusName, number>;
+  for (const c of value.executions) if (inScope(c)) byStatus[c.status as ExecutionStatusName] += c.n;
+  const byStuckReason = stuckByReason(value.stuck.filter(inScope));
+  return { byStatus, byStuckReason, total: Object.values(byStatus).reduce((a, b) => a + b, 0), asOf };
+}
