@@ -1,25 +1,15 @@
 import { spawn } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import {
-  addMember,
-  createApiKey,
-  normalizeEmail,
-  revokeApiKey,
-  setMemberRole,
-  setPassword,
-  type AuditActor,
-} from '../server/auth/admin';
+import { addMember, createApiKey, normalizeEmail, revokeApiKey, setMemberRole, setPassword } from '../server/auth/admin';
 import { consoleBaseUrl, invitationLink, inviteMember } from '../server/auth/invitations';
-import { closeDb, createDb, type Db } from '../server/db';
+import type { Db } from '../server/db';
 import { parseEnv } from '../server/env';
-import { importCsv, type RowResult } from '../server/engine/enrollment-import/enroll-rows';
-import { BULK_BYTES_MAX } from '../server/engine/enrollment-import/rows';
 import { migrate } from '../server/migrator';
-import { commandDatabase, ROOT } from './database';
 import { ROLES } from '../server/auth/roles';
+import { CLI_ACTOR, databaseUrl, optionsOf, say, UsageError, withDb } from './cli/common';
+import { enrollCsvCommand } from './cli/enroll-csv';
+import { ROOT } from './database';
 
 // `npm run cli -- <command>`: set up and run a deployment without the console. Everything
 // a person would do in Settings goes through the same functions (server/auth/admin.ts),
@@ -60,11 +50,6 @@ ROLE is one of VIEWER, MARKETER, OPERATOR, OWNER. Every command except help uses
 DATABASE_URL; when it is unset, the embedded PostgreSQL that \`npm start\` runs
 (EMBEDDED_PG_DIR, default .data/postgres), which must be running.`;
 
-/** Wrong usage: one line on stderr, exit code 2. */
-class UsageError extends Error {
-  override name = 'UsageError';
-}
-
 const role = z.enum(ROLES, { error: `must be ${ROLES.join(', ').replace(/, (?=[^,]*$)/, ' or ')}` });
 const projectName = z.string().trim().min(1, 'must not be empty').max(100, 'must be at most 100 characters');
 
@@ -102,64 +87,6 @@ const seedArgs = z.object({ force: z.boolean().optional() });
 const workerArgs = z.object({
   concurrency: z.coerce.number({ error: 'must be a number' }).int('must be an integer').min(1).max(256).optional(),
 });
-
-const OPTIONS = {
-  email: { type: 'string' },
-  password: { type: 'string' },
-  project: { type: 'string' },
-  role: { type: 'string' },
-  name: { type: 'string' },
-  id: { type: 'string' },
-  prefix: { type: 'string' },
-  force: { type: 'boolean' },
-  concurrency: { type: 'string' },
-  'reset-password': { type: 'boolean' },
-} as const;
-
-/** Options of a command, parsed strictly (unknown or misspelled options are errors) and validated. */
-function optionsOf<T extends z.ZodType>(command: string, argv: string[], schema: T, allowed: (keyof typeof OPTIONS)[]): z.infer<T> {
-  let values: Record<string, unknown>;
-  try {
-    const options = Object.fromEntries(allowed.map((name) => [name, OPTIONS[name]]));
-    values = parseArgs({ args: argv, options, strict: true, allowPositionals: false }).values;
-  } catch (error) {
-    throw new UsageError(`${command}: ${(error as Error).message.split('\n')[0]}`);
-  }
-  const parsed = schema.safeParse(values);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const option = issue.path.length > 0 ? `--${issue.path.join('.')} ` : '';
-    const missing = issue.path.length > 0 && values[String(issue.path[0])] === undefined;
-    throw new UsageError(`${command}: ${option}${missing ? 'is required' : issue.message}`);
-  }
-  return parsed.data;
-}
-
-let chosenUrl: string | undefined;
-
-/** DATABASE_URL, or the embedded server `npm start` runs (said on stderr, password masked). */
-function databaseUrl(): string {
-  if (chosenUrl === undefined) {
-    const { url, via } = commandDatabase(parseEnv());
-    if (via) say(via);
-    chosenUrl = url;
-  }
-  return chosenUrl;
-}
-
-async function withDb<T>(fn: (db: Db) => Promise<T>): Promise<T> {
-  const db = createDb(databaseUrl(), { poolSize: 2, applicationName: 'waypost-cli' });
-  try {
-    return await fn(db);
-  } finally {
-    await closeDb(db);
-  }
-}
-
-/** The CLI acts as the operator at the keyboard, not as any person in the database. */
-const CLI_ACTOR: AuditActor = 'system';
-
-const say = (line: string) => process.stderr.write(`${line}\n`);
 
 async function findOrCreateProject(db: Db, name: string): Promise<{ id: string; created: boolean }> {
   // ON CONFLICT: two set-up scripts creating the same project at once both end up in it.
@@ -253,64 +180,6 @@ async function revokeApiKeyCommand(argv: string[]): Promise<void> {
     } else {
       say(`revoked API key "${key.name}" (${key.id})`);
     }
-  });
-}
-
-const enrollCsvArgs = z.object({
-  workflow: z.guid({ error: 'must be a workflow id' }),
-  file: z.string().min(1, 'must not be empty'),
-});
-
-/** A CSV field as RFC 4180 writes it: quoted when it holds a comma, a quote or a line break. */
-function csvField(value: string): string {
-  return /[",\r\n]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
-}
-
-function outcomeLine(r: RowResult): string {
-  return [String(r.row), r.email ?? '', r.executionId ?? '', r.error?.reason ?? ''].map(csvField).join(',');
-}
-
-/** Enroll a CSV file into a workflow through the same import as enrollments.importCsv, audited as "system". */
-async function enrollCsvCommand(argv: string[]): Promise<number> {
-  let positionals: string[];
-  try {
-    positionals = parseArgs({ args: argv, options: {}, strict: true, allowPositionals: true }).positionals;
-  } catch (error) {
-    throw new UsageError(`enroll-csv: ${(error as Error).message.split('\n')[0]}`);
-  }
-  if (positionals.length !== 2) throw new UsageError('enroll-csv: give a workflow id and a CSV file');
-  const parsed = enrollCsvArgs.safeParse({ workflow: positionals[0], file: positionals[1] });
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new UsageError(`enroll-csv: ${String(issue.path[0])} ${issue.message}`);
-  }
-  const { workflow: workflowId, file } = parsed.data;
-  let csv: string;
-  try {
-    const bytes = await readFile(file);
-    if (bytes.byteLength > BULK_BYTES_MAX) throw new Error(`${file} is over ${BULK_BYTES_MAX / 1024 / 1024} MB`);
-    csv = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
-  } catch (error) {
-    const reason = error instanceof TypeError ? 'is not UTF-8 text' : (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'does not exist' : null;
-    throw new Error(reason ? `${file} ${reason}` : (error as Error).message);
-  }
-  return withDb(async (db) => {
-    const workflow = await db.workflow.findUnique({ where: { id: workflowId }, select: { projectId: true, name: true } });
-    if (!workflow) throw new Error(`no workflow with id ${workflowId}`);
-    const result = await importCsv(
-      { db, by: { projectId: workflow.projectId, actor: CLI_ACTOR }, workflowId, action: 'enrollments.importCsv', source: 'csv' },
-      csv,
-    );
-    if (!result.ok) {
-      if (result.reason === 'INVALID_CSV') throw new Error(`${file}: ${result.message}`);
-      if (result.reason === 'WORKFLOW_DISABLED') throw new Error(`the workflow "${workflow.name}" is disabled; enable it to enroll contacts`);
-      throw new Error(`the workflow "${workflow.name}" cannot take enrollments (${result.reason})`);
-    }
-    process.stdout.write(`row,email,executionId,reason\n${result.results.map((r) => `${outcomeLine(r)}\n`).join('')}`);
-    const { rows, enrolled, failed, reasons } = result.summary;
-    const why = Object.entries(reasons).map(([reason, n]) => `${n} ${reason}`).join(', ');
-    say(`enrolled ${enrolled} of ${rows} rows into "${workflow.name}"${failed > 0 ? `; ${failed} failed (${why})` : ''}`);
-    return failed === 0 ? 0 : 1;
   });
 }
 
