@@ -1,6 +1,6 @@
 import { NextResponse, type NextRequest } from 'next/server';
 import { REQUEST_PATH_HEADER, SESSION_COOKIE_NAMES } from './server/auth/cookies';
-import { API_CONTENT_SECURITY_POLICY, commonSecurityHeaders, headerOptions, pageContentSecurityPolicy } from './server/security-headers';
+import { apiSecurityHeaders, pageSecurityHeaders } from './server/security-headers';
 import { decodableAddress, UNDECODABLE_ADDRESS } from './server/url';
 
 // Next.js 16's request proxy (formerly middleware), in front of every console page. A
@@ -25,27 +25,26 @@ function malformed(api: boolean) {
 export function proxy(request: NextRequest) {
   const { pathname, search } = request.nextUrl;
   const api = pathname.startsWith('/api/');
-  const options = headerOptions();
-  const secured = (response: NextResponse, policy: string) => {
-    for (const [name, value] of Object.entries(commonSecurityHeaders(options))) response.headers.set(name, value);
-    response.headers.set('Content-Security-Policy', policy);
+  const secured = (response: NextResponse, headers: Record<string, string>) => {
+    for (const [name, value] of Object.entries(headers)) response.headers.set(name, value);
     return response;
   };
-  if (!decodableAddress(pathname, search)) return secured(malformed(api), API_CONTENT_SECURITY_POLICY);
-  if (api) return secured(NextResponse.next(), API_CONTENT_SECURITY_POLICY);
-  const policy = pageContentSecurityPolicy(Buffer.from(crypto.randomUUID()).toString('base64'), options);
+  if (!decodableAddress(pathname, search)) return secured(malformed(api), apiSecurityHeaders());
+  if (api) return secured(NextResponse.next(), apiSecurityHeaders());
+  const security = pageSecurityHeaders(Buffer.from(crypto.randomUUID()).toString('base64'));
+  const policy = security['Content-Security-Policy']!;
   const hasSession = SESSION_COOKIE_NAMES.some((name) => request.cookies.has(name));
   if (!hasSession && pathname !== SIGN_IN && !INVITATION_LINK.test(pathname)) {
     const signIn = new URL(SIGN_IN, request.url);
     if (pathname !== '/' || search) signIn.searchParams.set('next', `${pathname}${search}`);
-    return secured(NextResponse.redirect(signIn), policy);
+    return secured(NextResponse.redirect(signIn), security);
   }
   // The layout needs the path to send an expired session back here after signing in; the
   // policy on the request is how Next.js learns the nonce to put on its scripts.
   const headers = new Headers(request.headers);
   headers.set(REQUEST_PATH_HEADER, `${pathname}${search}`);
   headers.set('Content-Security-Policy', policy);
-  return secured(NextResponse.next({ request: { headers } }), policy);
+  return secured(NextResponse.next({ request: { headers } }), security);
 }
 
 export const config = {

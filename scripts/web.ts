@@ -4,7 +4,7 @@ import { admitBody } from '../server/trpc/body-limit';
 import { clientAddress, trustOf } from '../server/client-address';
 import { parseEnv } from '../server/env';
 import { apiEndpointOf, hasUrl, serveApi } from '../server/trpc/node-endpoints';
-import { API_CONTENT_SECURITY_POLICY, commonSecurityHeaders, headerOptions } from '../server/security-headers';
+import { apiSecurityHeaders } from '../server/security-headers';
 import { decodableAddress, UNDECODABLE_ADDRESS } from '../server/url';
 import { ROOT } from './database';
 
@@ -37,11 +37,7 @@ const handle = app.getRequestHandler();
  */
 const UNSERVED_METHODS = new Set(['TRACE', 'CONNECT']);
 /** The headers of the answers this server gives itself, before Next.js (and proxy.ts) would. */
-const refusal = {
-  ...commonSecurityHeaders(headerOptions()),
-  'Content-Security-Policy': API_CONTENT_SECURITY_POLICY,
-  'Content-Type': 'text/plain; charset=utf-8',
-};
+const refusal = { ...apiSecurityHeaders(), 'Content-Type': 'text/plain; charset=utf-8' };
 const ALLOW = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS';
 const methodNotAllowed = (method: string | undefined) => `The ${method ?? ''} method is not served here.\n`;
 

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { SESSION_COOKIE_NAMES } from '../auth/cookies';
+import { apiSecurityHeaders } from '../security-headers';
 import { ANONYMOUS_BODY_BYTES, MAX_BODY_BYTES, tooLargeBody } from './http';
 
 // Request bodies at the socket for scripts/web.ts: a caller who is
@@ -57,10 +58,9 @@ const LINGER_MS = 5_000;
  */
 function tooLarge(req: IncomingMessage, limit: number): void {
   const body = JSON.stringify(tooLargeBody(limit));
+  const headers = { ...apiSecurityHeaders(), 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), Connection: 'close' };
   const socket = req.socket;
-  socket.end(
-    `HTTP/1.1 413 Payload Too Large\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-content-type-options: nosniff\r\nconnection: close\r\n\r\n${body}`,
-  );
+  socket.end(`HTTP/1.1 413 Payload Too Large\r\n${Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('')}\r\n${body}`);
   const drop = setTimeout(() => socket.destroy(), LINGER_MS);
   drop.unref();
   socket.once('close', () => clearTimeout(drop));
