@@ -1,7 +1,7 @@
 import { NextResponse, type NextRequest } from 'next/server';
 import { REQUEST_PATH_HEADER, SESSION_COOKIE_NAMES } from './server/auth/cookies';
 import { apiSecurityHeaders, pageSecurityHeaders } from './server/security-headers';
-import { decodableAddress, UNDECODABLE_ADDRESS } from './server/url';
+import { undecodableAddress } from './server/url';
 
 // Next.js 16's request proxy (formerly middleware), in front of every console page. A
 // visitor without a session cookie is sent to the sign-in page, remembering where they
@@ -15,13 +15,6 @@ const SIGN_IN = '/sign-in';
 /** An invitation link: opened by people who may have no account yet (its page offers one). */
 const INVITATION_LINK = /^\/invitations\/[^/]+$/;
 
-function malformed(api: boolean) {
-  const message = UNDECODABLE_ADDRESS;
-  return api
-    ? NextResponse.json({ error: { message, code: 'BAD_REQUEST' } }, { status: 400 })
-    : new NextResponse(message, { status: 400, headers: { 'content-type': 'text/plain; charset=utf-8' } });
-}
-
 export function proxy(request: NextRequest) {
   const { pathname, search } = request.nextUrl;
   const api = pathname.startsWith('/api/');
@@ -29,7 +22,11 @@ export function proxy(request: NextRequest) {
     for (const [name, value] of Object.entries(headers)) response.headers.set(name, value);
     return response;
   };
-  if (!decodableAddress(pathname, search)) return secured(malformed(api), apiSecurityHeaders());
+  const undecodable = undecodableAddress(pathname, search);
+  if (undecodable) {
+    const answer = new NextResponse(undecodable.body, { status: undecodable.status, headers: { 'content-type': undecodable.contentType } });
+    return secured(answer, apiSecurityHeaders());
+  }
   if (api) return secured(NextResponse.next(), apiSecurityHeaders());
   const security = pageSecurityHeaders(Buffer.from(crypto.randomUUID()).toString('base64'));
   const policy = security['Content-Security-Policy']!;

@@ -5,7 +5,7 @@ import { clientAddress, trustOf } from '../server/client-address';
 import { parseEnv } from '../server/env';
 import { apiEndpointOf, hasUrl, serveApi } from '../server/trpc/node-endpoints';
 import { apiSecurityHeaders } from '../server/security-headers';
-import { decodableAddress, UNDECODABLE_ADDRESS } from '../server/url';
+import { undecodableAddress } from '../server/url';
 import { ROOT } from './database';
 
 // The console's web server: Next.js's request handler behind a plain Node HTTP server, so
@@ -69,10 +69,9 @@ const server = http.createServer((req, res) => {
   // that look like files, so /executions/%ZZ.js reached the page's dynamic segment, whose
   // decode threw (a 500). Every request passes here.
   const [pathname = '', ...query] = (req.url ?? '').split('?');
-  if (!decodableAddress(pathname, query.join('?'))) {
-    const api = pathname.startsWith('/api/');
-    res.writeHead(400, { ...refusal, 'Content-Type': api ? 'application/json' : 'text/plain; charset=utf-8' });
-    res.end(api ? JSON.stringify({ error: { message: UNDECODABLE_ADDRESS, code: 'BAD_REQUEST' } }) : UNDECODABLE_ADDRESS);
+  const undecodable = undecodableAddress(pathname, query.join('?'));
+  if (undecodable) {
+    res.writeHead(undecodable.status, { ...refusal, 'Content-Type': undecodable.contentType }).end(undecodable.body);
     return;
   }
   req.headers['x-forwarded-for'] = clientAddress(req, trust);

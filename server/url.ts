@@ -18,3 +18,23 @@ export const UNDECODABLE_ADDRESS = 'The request path or query is not valid perce
 export function decodableAddress(pathname: string, search: string): boolean {
   return safeDecode(pathname) !== null && safeDecode(search.replace(/\+/g, ' ')) !== null;
 }
+
+/** A 400 as each server writes it: its status, Content-Type and body. */
+export interface AddressRefusal {
+  status: 400;
+  contentType: string;
+  body: string;
+}
+
+/**
+ * The one address check, for scripts/web.ts (every request), proxy.ts (`next dev`, whose
+ * matcher skips paths that look like files) and the API's and sign-in's handlers: the 400
+ * a request whose path or query does not decode gets (JSON under /api/, text elsewhere),
+ * or null when they decode.
+ */
+export function undecodableAddress(pathname: string, search: string): AddressRefusal | null {
+  if (decodableAddress(pathname, search)) return null;
+  return pathname.startsWith('/api/')
+    ? { status: 400, contentType: 'application/json', body: JSON.stringify({ error: { message: UNDECODABLE_ADDRESS, code: 'BAD_REQUEST' } }) }
+    : { status: 400, contentType: 'text/plain; charset=utf-8', body: UNDECODABLE_ADDRESS };
+}

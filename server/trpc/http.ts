@@ -1,6 +1,6 @@
 import { TRPCError } from '@trpc/server';
 import { consoleOrigins } from '../auth/auth';
-import { decodableAddress, safeDecode, UNDECODABLE_ADDRESS } from '../url';
+import { safeDecode, undecodableAddress } from '../url';
 import { MAX_BATCH_SIZE } from './batch';
 import { apiRateLimits, rateLimitMessage, rateLimitSubject } from './rate-limits';
 
@@ -34,21 +34,16 @@ function tooLarge(maxBytes: number): Response {
  */
 export function malformedRequest(req: Request): Response | null {
   const url = new URL(req.url);
-  if (decodableAddress(url.pathname, url.search)) return null;
-  return Response.json(
-    { error: { message: UNDECODABLE_ADDRESS, code: 'BAD_REQUEST' } },
-    { status: 400 },
-  );
+  const undecodable = undecodableAddress(url.pathname, url.search);
+  return undecodable && new Response(undecodable.body, { status: undecodable.status, headers: { 'content-type': undecodable.contentType } });
 }
 
 /**
  * The request with its body read into memory, or a 413 response once it passes the limit
- * (by Content-Length before reading, or while reading a body sent without one); a 400
- * first when its address is not valid percent-encoding.
+ * (by Content-Length before reading, or while reading a body sent without one). Its
+ * address has been checked first (malformedRequest).
  */
 export async function boundedRequest(req: Request, maxBytes = MAX_BODY_BYTES): Promise<Request | Response> {
-  const malformed = malformedRequest(req);
-  if (malformed) return malformed;
   if (!req.body) return req;
   const declared = Number(req.headers.get('content-length') ?? NaN);
   if (Number.isFinite(declared) && declared > maxBytes) return tooLarge(maxBytes);
@@ -79,7 +74,7 @@ export function withDocumentedProcedureNames(req: Request): Request {
   const marker = '/api/trpc/';
   const at = url.pathname.indexOf(marker);
   if (at === -1) return req;
-  // boundedRequest has already refused a path that does not decode.
+  // malformedRequest has already refused a path that does not decode.
   const paths = (safeDecode(url.pathname.slice(at + marker.length)) ?? '').split(',');
   if (!paths.includes('repair.apply')) return req;
   url.pathname = url.pathname.slice(0, at + marker.length) + paths.map((p) => (p === 'repair.apply' ? 'repair.applyOne' : p)).join(',');
