@@ -1,7 +1,7 @@
 import { NextResponse, type NextRequest } from 'next/server';
 import { REQUEST_PATH_HEADER, SESSION_COOKIE_NAMES } from './server/auth/cookies';
-import { apiSecurityHeaders, pageSecurityHeaders } from './server/security-headers';
-import { undecodableAddress } from './server/url';
+import { apiSecurityHeaders, pageSecurityHeaders } from './server/http/security-headers';
+import { undecodableAddress } from './server/http/request-target';
 
 // Next.js 16's request proxy (formerly middleware), in front of every console page. A
 // visitor without a session cookie is sent to the sign-in page, remembering where they

@@ -1,22 +1,22 @@
 import http from 'node:http';
 import next from 'next';
-import { admitBody } from '../server/trpc/body-limit';
-import { clientAddress, trustOf } from '../server/client-address';
+import { admitBody } from '../server/http/body-limit';
+import { clientAddress, trustOf } from '../server/http/client-address';
 import { parseEnv } from '../server/env';
-import { apiEndpointOf, hasUrl, serveApi } from '../server/trpc/node-endpoints';
-import { apiSecurityHeaders } from '../server/security-headers';
-import { undecodableAddress } from '../server/url';
+import { apiEndpointOf, hasUrl, serveApi } from '../server/http/node-endpoints';
+import { apiSecurityHeaders } from '../server/http/security-headers';
+import { undecodableAddress } from '../server/http/request-target';
 import { ROOT } from './database';
 
 // The console's web server: Next.js's request handler behind a plain Node HTTP server, so
-// that the client's address comes from the socket (server/client-address.ts). Before a
+// that the client's address comes from the socket (server/http/client-address.ts). Before a
 // request reaches Next.js, X-Forwarded-For is replaced by that one address: better-auth's
 // per-address sign-in limit, and everything else, see who really asked; a client that
 // sends the header itself changes nothing unless it is a trusted proxy (TRUSTED_PROXIES).
 // `next start` would keep a client's forged header. A body too large for who is sending
-// it is refused here with 413, before Next.js reads any of it (server/trpc/body-limit.ts).
+// it is refused here with 413, before Next.js reads any of it (server/http/body-limit.ts).
 // The API (/api/trpc, /api/v1) is then answered here, by the handlers of its Next.js
-// routes, without Next.js's request pipeline (server/trpc/node-endpoints.ts); everything
+// routes, without Next.js's request pipeline (server/http/node-endpoints.ts); everything
 // else, and any API request those routes would not answer themselves, goes to Next.js.
 // SIGTERM stops accepting, lets
 // in-flight requests finish (up to 25 s), closes each keep-alive connection once it is

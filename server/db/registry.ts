@@ -3,7 +3,7 @@ import type { PrismaClient } from '../generated/prisma/client';
 
 /**
  * The pools of the clients createDb made, and the names of prepared statements, kept on
- * globalThis: scripts/web.ts loads these modules itself (the API, server/trpc/node-endpoints.ts)
+ * globalThis: scripts/web.ts loads these modules itself (the API, server/http/node-endpoints.ts)
  * and Next.js's build has its own copy, and both share one client (db() below). With a map
  * each, whichever copy had not made the client would run its raw SQL through Prisma, and
  * two maps could give one name to two statements on one connection.

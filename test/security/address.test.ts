@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { malformedRequest } from '../../server/trpc/http';
-import { restEndpoint, trpcEndpoint } from '../../server/trpc/endpoints';
-import { undecodableAddress, UNDECODABLE_ADDRESS } from '../../server/url';
+import { malformedRequest } from '../../server/http/api-request';
+import { restEndpoint, trpcEndpoint } from '../../server/http/endpoints';
+import { undecodableAddress, UNDECODABLE_ADDRESS } from '../../server/http/request-target';
 
 // The one address check (scripts/web.ts, proxy.ts and the API's handlers all ask it);
 // test/api/http.test.ts and test/security/http-fuzz.test.ts meet it on the wire.

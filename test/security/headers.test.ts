@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import nextConfig from '../../next.config';
-import { apiSecurityHeaders, commonSecurityHeaders, EVERY_RESPONSE_HEADERS, pageContentSecurityPolicy, pageSecurityHeaders } from '../../server/security-headers';
+import { apiSecurityHeaders, commonSecurityHeaders, EVERY_RESPONSE_HEADERS, pageContentSecurityPolicy, pageSecurityHeaders } from '../../server/http/security-headers';
 
 // The header set itself; test/api/http.test.ts checks it on the wire.
 

@@ -1,14 +1,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createURL, incomingMessageToRequest } from '@trpc/server/adapters/node-http';
-import { apiSecurityHeaders } from '../security-headers';
 import { restEndpoint, REST_METHODS, trpcEndpoint, TRPC_METHODS } from './endpoints';
+import { apiSecurityHeaders } from './security-headers';
 
 // /api/trpc and /api/v1 served by scripts/web.ts itself, before Next.js: the very handlers
-// of the Next.js routes (server/trpc/endpoints.ts), fed a fetch Request made from Node's
+// of the Next.js routes (server/http/endpoints.ts), fed a fetch Request made from Node's
 // request by tRPC's own node-http adapter, and their Response written back to the socket.
 // Next.js's request pipeline (routing, the request proxy, copying the body for it) cost
 // about half of an enrollment's web-server CPU. What Next.js added to these answers is
-// added here: the security headers of an API answer (server/security-headers.ts). Everything
+// added here: the security headers of an API answer (security-headers.ts). Everything
 // else a request meets before this point is scripts/web.ts's own, the same for both paths
 // (refused methods and targets, undecodable addresses, the client's address, the body
 // bound at the socket). Any request these routes do not answer exactly as the Next.js

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { SESSION_COOKIE_NAMES } from '../auth/cookies';
-import { apiSecurityHeaders } from '../security-headers';
-import { ANONYMOUS_BODY_BYTES, MAX_BODY_BYTES, tooLargeBody } from './http';
+import { ANONYMOUS_BODY_BYTES, MAX_BODY_BYTES, tooLargeBody } from './api-request';
+import { apiSecurityHeaders } from './security-headers';
 
 // Request bodies at the socket for scripts/web.ts: a caller who is
 // not signed in and holds no API key may send ANONYMOUS_BODY_BYTES, anyone else
@@ -9,7 +9,7 @@ import { ANONYMOUS_BODY_BYTES, MAX_BODY_BYTES, tooLargeBody } from './http';
 // sees the request: with a request proxy (proxy.ts) in front of the API, Next.js copies
 // every body (up to 10 MB, twice) so that proxy and route could both read it, long before
 // a route handler could count bytes. The route handlers keep their own bound
-// (server/trpc/http.ts boundedRequest) for `next dev`, which does not run scripts/web.ts.
+// (server/http/api-request.ts boundedRequest) for `next dev`, which does not run scripts/web.ts.
 //
 // A body declared (Content-Length) within the small bound passes at once. A larger or
 // chunked one from a caller who presents credentials costs one lookup of those

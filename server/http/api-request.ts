@@ -1,9 +1,14 @@
 import { TRPCError } from '@trpc/server';
 import { consoleOrigins } from '../auth/auth';
-import { safeDecode, undecodableAddress } from '../url';
-import { MAX_BATCH_SIZE } from './batch';
+import { MAX_BATCH_SIZE } from '../trpc/batch';
+import { safeDecode } from '../url';
 import { apiRateLimits, rateLimitMessage, rateLimitSubject } from './rate-limits';
+import { undecodableAddress } from './request-target';
 
+// What the API's handlers (endpoints.ts, and the sign-in route) do with a request before
+// tRPC sees it: refuse it (an undecodable address, a rate limit, a cross-site change),
+// bound its body, serve `repair.apply` by its router name, drop /api/v1's cookies.
+//
 // Limits of the HTTP endpoints (app/api/trpc, app/api/v1). Next.js route handlers read a
 // request body of any size; these endpoints read at most MAX_BODY_BYTES and answer 413
 // beyond it, so a client cannot make the server buffer an unbounded body. The biggest
@@ -17,7 +22,7 @@ export const MAX_BODY_BYTES = 12 * 1024 * 1024;
 export const ANONYMOUS_BODY_BYTES = 16 * 1024;
 export { MAX_BATCH_SIZE };
 
-/** The 413's body, here and in scripts/web.ts (server/trpc/body-limit.ts). */
+/** The 413's body, here and in scripts/web.ts (server/http/body-limit.ts). */
 export function tooLargeBody(maxBytes: number): { error: { message: string; code: 'PAYLOAD_TOO_LARGE' } } {
   const size = maxBytes >= 1024 * 1024 ? `${maxBytes / 1024 / 1024} MB` : `${maxBytes / 1024} KB`;
   const anonymous = maxBytes === ANONYMOUS_BODY_BYTES ? ' (the limit without a session or API key)' : '';
