@@ -17,12 +17,12 @@ import { undecodableAddress } from './request-target';
 export const MAX_BODY_BYTES = 12 * 1024 * 1024;
 /**
  * The most a caller without credentials may send: enough for any sign-in or error report,
- * far from what it would take to fill memory. scripts/web.ts refuses more before reading.
+ * far from what it would take to fill memory. The web server refuses more before reading.
  */
 export const ANONYMOUS_BODY_BYTES = 16 * 1024;
 export { MAX_BATCH_SIZE };
 
-/** The 413's body, here and in scripts/web.ts (server/http/body-limit.ts). */
+/** The 413's body, here and at the web server's socket (body-limit.ts). */
 export function tooLargeBody(maxBytes: number): { error: { message: string; code: 'PAYLOAD_TOO_LARGE' } } {
   const size = maxBytes >= 1024 * 1024 ? `${maxBytes / 1024 / 1024} MB` : `${maxBytes / 1024} KB`;
   const anonymous = maxBytes === ANONYMOUS_BODY_BYTES ? ' (the limit without a session or API key)' : '';
@@ -155,7 +155,7 @@ export function withRefusalHeaders(response: Response, refusal: ApiRefusal): Res
 
 /**
  * The body bound of an API request: MAX_BODY_BYTES for one that presents a key (or, where
- * cookies count, a session), ANONYMOUS_BODY_BYTES otherwise. scripts/web.ts has already
+ * cookies count, a session), ANONYMOUS_BODY_BYTES otherwise. The web server (body-limit.ts) has already
  * applied it before Next.js read anything; this is the same rule under `next dev`.
  */
 export function bodyLimitOf(req: Request, options: { cookies: boolean }): number {

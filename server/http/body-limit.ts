@@ -3,13 +3,13 @@ import { SESSION_COOKIE_NAMES } from '../auth/cookies';
 import { ANONYMOUS_BODY_BYTES, MAX_BODY_BYTES, tooLargeBody } from './api-request';
 import { apiSecurityHeaders } from './security-headers';
 
-// Request bodies at the socket for scripts/web.ts: a caller who is
+// Request bodies at the socket for the web server (web-server.ts): a caller who is
 // not signed in and holds no API key may send ANONYMOUS_BODY_BYTES, anyone else
 // MAX_BODY_BYTES; more is 413 before the body is read. This has to happen before Next.js
 // sees the request: with a request proxy (proxy.ts) in front of the API, Next.js copies
 // every body (up to 10 MB, twice) so that proxy and route could both read it, long before
 // a route handler could count bytes. The route handlers keep their own bound
-// (server/http/api-request.ts boundedRequest) for `next dev`, which does not run scripts/web.ts.
+// (server/http/api-request.ts boundedRequest) for `next dev`, which does not run the web server.
 //
 // A body declared (Content-Length) within the small bound passes at once. A larger or
 // chunked one from a caller who presents credentials costs one lookup of those

@@ -3,13 +3,13 @@ import { createURL, incomingMessageToRequest } from '@trpc/server/adapters/node-
 import { restEndpoint, REST_METHODS, trpcEndpoint, TRPC_METHODS } from './endpoints';
 import { apiSecurityHeaders } from './security-headers';
 
-// /api/trpc and /api/v1 served by scripts/web.ts itself, before Next.js: the very handlers
+// /api/trpc and /api/v1 served by the web server itself (web-server.ts), before Next.js: the very handlers
 // of the Next.js routes (server/http/endpoints.ts), fed a fetch Request made from Node's
 // request by tRPC's own node-http adapter, and their Response written back to the socket.
 // Next.js's request pipeline (routing, the request proxy, copying the body for it) cost
 // about half of an enrollment's web-server CPU. What Next.js added to these answers is
 // added here: the security headers of an API answer (security-headers.ts). Everything
-// else a request meets before this point is scripts/web.ts's own, the same for both paths
+// else a request meets before this point is web-server.ts's own, the same for both paths
 // (refused methods and targets, undecodable addresses, the client's address, the body
 // bound at the socket). Any request these routes do not answer exactly as the Next.js
 // route would (HEAD, OPTIONS, other methods, a path Next.js would redirect or normalise,
@@ -53,7 +53,7 @@ export async function serveApi(req: IncomingMessage, res: ServerResponse, endpoi
   let response: Response;
   try {
     // No byte bound here: the endpoints bound the body themselves (boundedRequest), and
-    // scripts/web.ts has already refused an oversized one from a caller without credentials.
+    // the web server has already refused an oversized one from a caller without credentials.
     response = await endpoint(incomingMessageToRequest(req, res, { maxBodySize: null }));
   } catch (error) {
     // The endpoints answer every failure themselves; this is a bug. Next.js answered an

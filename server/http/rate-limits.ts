@@ -83,7 +83,7 @@ function cookieValue(cookieHeader: string | null, names: readonly string[]): str
 }
 
 /**
- * A request's subject. The address is X-Forwarded-For as scripts/web.ts leaves it: the
+ * A request's subject. The address is X-Forwarded-For as the web server (web-server.ts) leaves it: the
  * socket's address, or what a trusted proxy reported (TRUSTED_PROXIES). `cookies: false`
  * for /api/v1, which never reads them.
  */

@@ -21,8 +21,8 @@ export interface AddressRefusal {
 }
 
 /**
- * The one address check, for scripts/web.ts (every request), proxy.ts (whose matcher skips
- * paths that look like files, hence web.ts's own) and the API's and sign-in's handlers
+ * The one address check, for the web server (web-server.ts, every request), proxy.ts (whose
+ * matcher skips paths that look like files, hence the web server's own) and the API's and sign-in's handlers
  * (malformedRequest, for `next dev`): the 400 a request whose path or query does not
  * decode gets (JSON under /api/, text elsewhere), or null when they decode.
  */

@@ -1,7 +1,7 @@
 // The security headers of every response, defined here once for everything that answers:
 // proxy.ts (pages, and the API when Next.js serves it), next.config.ts (assets and public
-// files, which proxy.ts does not see), scripts/web.ts (the refusals it answers itself,
-// before Next.js) and the API it serves itself (node-endpoints.ts, and body-limit.ts's
+// files, which proxy.ts does not see), the web server (web-server.ts: the refusals it answers
+// itself, before Next.js) and the API it serves itself (node-endpoints.ts, and body-limit.ts's
 // 413 at the socket). Pages get a strict Content-Security-Policy: scripts only
 // with this response's nonce (Next.js puts it on its own scripts when the request carries
 // the policy) and what they load ('strict-dynamic'); no framing anywhere. Styles allow
