@@ -1,7 +1,7 @@
 import { NextResponse, type NextRequest } from 'next/server';
 import { REQUEST_PATH_HEADER, SESSION_COOKIE_NAMES } from './server/auth/cookies';
-import { API_CONTENT_SECURITY_POLICY, commonSecurityHeaders, headerOptions, pageContentSecurityPolicy } from './server/security-headers';
-import { decodableAddress, UNDECODABLE_ADDRESS } from './server/url';
+import { apiSecurityHeaders, pageSecurityHeaders } from './server/http/security-headers';
+import { undecodableAddress } from './server/http/request-target';
 
 // Next.js 16's request proxy (formerly middleware), in front of every console page. A
 // visitor without a session cookie is sent to the sign-in page, remembering where they
@@ -15,37 +15,33 @@ const SIGN_IN = '/sign-in';
 /** An invitation link: opened by people who may have no account yet (its page offers one). */
 const INVITATION_LINK = /^\/invitations\/[^/]+$/;
 
-function malformed(api: boolean) {
-  const message = UNDECODABLE_ADDRESS;
-  return api
-    ? NextResponse.json({ error: { message, code: 'BAD_REQUEST' } }, { status: 400 })
-    : new NextResponse(message, { status: 400, headers: { 'content-type': 'text/plain; charset=utf-8' } });
-}
-
 export function proxy(request: NextRequest) {
   const { pathname, search } = request.nextUrl;
   const api = pathname.startsWith('/api/');
-  const options = headerOptions();
-  const secured = (response: NextResponse, policy: string) => {
-    for (const [name, value] of Object.entries(commonSecurityHeaders(options))) response.headers.set(name, value);
-    response.headers.set('Content-Security-Policy', policy);
+  const secured = (response: NextResponse, headers: Record<string, string>) => {
+    for (const [name, value] of Object.entries(headers)) response.headers.set(name, value);
     return response;
   };
-  if (!decodableAddress(pathname, search)) return secured(malformed(api), API_CONTENT_SECURITY_POLICY);
-  if (api) return secured(NextResponse.next(), API_CONTENT_SECURITY_POLICY);
-  const policy = pageContentSecurityPolicy(Buffer.from(crypto.randomUUID()).toString('base64'), options);
+  const undecodable = undecodableAddress(pathname, search);
+  if (undecodable) {
+    const answer = new NextResponse(undecodable.body, { status: undecodable.status, headers: { 'content-type': undecodable.contentType } });
+    return secured(answer, apiSecurityHeaders());
+  }
+  if (api) return secured(NextResponse.next(), apiSecurityHeaders());
+  const security = pageSecurityHeaders(Buffer.from(crypto.randomUUID()).toString('base64'));
+  const policy = security['Content-Security-Policy']!;
   const hasSession = SESSION_COOKIE_NAMES.some((name) => request.cookies.has(name));
   if (!hasSession && pathname !== SIGN_IN && !INVITATION_LINK.test(pathname)) {
     const signIn = new URL(SIGN_IN, request.url);
     if (pathname !== '/' || search) signIn.searchParams.set('next', `${pathname}${search}`);
-    return secured(NextResponse.redirect(signIn), policy);
+    return secured(NextResponse.redirect(signIn), security);
   }
   // The layout needs the path to send an expired session back here after signing in; the
   // policy on the request is how Next.js learns the nonce to put on its scripts.
   const headers = new Headers(request.headers);
   headers.set(REQUEST_PATH_HEADER, `${pathname}${search}`);
   headers.set('Content-Security-Policy', policy);
-  return secured(NextResponse.next({ request: { headers } }), policy);
+  return secured(NextResponse.next({ request: { headers } }), security);
 }
 
 export const config = {

@@ -8,7 +8,7 @@ import path from 'node:path';
 // tests and the bench that run the real web server.
 
 /** What a build depends on: if any is newer than .next/BUILD_ID, the build is stale. */
-const BUILD_INPUTS = ['app', 'server', 'public', 'proxy.ts', 'next.config.js', 'package-lock.json', 'tsconfig.json', 'postcss.config.mjs'];
+const BUILD_INPUTS = ['app', 'server', 'public', 'proxy.ts', 'next.config.ts', 'package-lock.json', 'tsconfig.json', 'postcss.config.mjs'];
 
 function newestMtime(entry: string): number {
   if (!existsSync(entry)) return 0;

@@ -1,115 +1,21 @@
-import http from 'node:http';
 import next from 'next';
-import { admitBody } from '../server/trpc/body-limit';
-import { clientAddress, trustOf } from '../server/client-address';
 import { parseEnv } from '../server/env';
-import { apiEndpointOf, hasUrl, serveApi } from '../server/trpc/node-endpoints';
-import { API_CONTENT_SECURITY_POLICY, commonSecurityHeaders, headerOptions } from '../server/security-headers';
-import { decodableAddress, UNDECODABLE_ADDRESS } from '../server/url';
+import { createWebServer } from '../server/http/web-server';
 import { ROOT } from './database';
 
-// The console's web server: Next.js's request handler behind a plain Node HTTP server, so
-// that the client's address comes from the socket (server/client-address.ts). Before a
-// request reaches Next.js, X-Forwarded-For is replaced by that one address: better-auth's
-// per-address sign-in limit, and everything else, see who really asked; a client that
-// sends the header itself changes nothing unless it is a trusted proxy (TRUSTED_PROXIES).
-// `next start` would keep a client's forged header. A body too large for who is sending
-// it is refused here with 413, before Next.js reads any of it (server/trpc/body-limit.ts).
-// The API (/api/trpc, /api/v1) is then answered here, by the handlers of its Next.js
-// routes, without Next.js's request pipeline (server/trpc/node-endpoints.ts); everything
-// else, and any API request those routes would not answer themselves, goes to Next.js.
-// SIGTERM stops accepting, lets
-// in-flight requests finish (up to 25 s), closes each keep-alive connection once it is
-// idle, then exits.
+// The web process: its configuration, Next.js prepared from the production build, the
+// console's web server (server/http/web-server.ts: what it answers itself and what it
+// hands to Next.js) listening on PORT, and a drain on SIGTERM or SIGINT (in-flight
+// requests finish, up to 25 s) before it exits 0.
 
 const env = parseEnv();
-const port = env.PORT;
-const trust = trustOf(env.TRUSTED_PROXIES);
-const app = next({ dev: false, dir: ROOT, port, hostname: process.env.HOSTNAME || undefined });
+const hostname = process.env.HOSTNAME || undefined;
+const app = next({ dev: false, dir: ROOT, port: env.PORT, hostname });
 const handle = app.getRequestHandler();
-
-/**
- * Methods that fetch's Request refuses to carry (TRACE, CONNECT; Node's parser refuses
- * TRACK itself): Next.js builds a Request for every request and answered TRACE with a 500
- * (TypeError "'TRACE' HTTP method is unsupported"). CONNECT reaches the handler only when
- * it names a path; naming host:port it is Node's 'connect' event, which, with no
- * listener, closed the connection without a word.
- */
-const UNSERVED_METHODS = new Set(['TRACE', 'CONNECT']);
-/** The headers of the answers this server gives itself, before Next.js (and proxy.ts) would. */
-const refusal = {
-  ...commonSecurityHeaders(headerOptions()),
-  'Content-Security-Policy': API_CONTENT_SECURITY_POLICY,
-  'Content-Type': 'text/plain; charset=utf-8',
-};
-const ALLOW = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS';
-const methodNotAllowed = (method: string | undefined) => `The ${method ?? ''} method is not served here.\n`;
-
-/** WAYPOST_API_THROUGH_NEXT=1: hand the API to Next.js's routes too, as before (to compare the two in tests). */
-const throughNext = process.env.WAYPOST_API_THROUGH_NEXT === '1';
-let stopping = false;
 await app.prepare();
-const server = http.createServer((req, res) => {
-  // Draining: a request that came on a kept-alive connection is answered, and that
-  // connection is then closed, so the client's next request opens a new one (refused).
-  if (stopping) res.setHeader('Connection', 'close');
-  if (UNSERVED_METHODS.has(req.method ?? '')) {
-    res.writeHead(405, { ...refusal, Allow: ALLOW }).end(methodNotAllowed(req.method));
-    return;
-  }
-  // The asterisk form (`OPTIONS * HTTP/1.1`) asks about the server itself; Next.js cannot
-  // make a URL of it and answered 500.
-  if (req.url === '*') {
-    res.writeHead(req.method === 'OPTIONS' ? 204 : 400, { ...refusal, Allow: ALLOW }).end();
-    return;
-  }
-  // The absolute form (`GET http://elsewhere.example/ HTTP/1.1`) is for proxies; browsers
-  // never send it to an origin server, and Next.js answered it with a 308 to that other host.
-  if (!(req.url ?? '').startsWith('/')) {
-    res.writeHead(400, refusal).end('The request target must be a path (origin form), not an absolute URL.\n');
-    return;
-  }
-  // proxy.ts answers 400 to an address that does not decode, but its matcher skips paths
-  // that look like files, so /executions/%ZZ.js reached the page's dynamic segment, whose
-  // decode threw (a 500). Every request passes here.
-  const [pathname = '', ...query] = (req.url ?? '').split('?');
-  if (!decodableAddress(pathname, query.join('?'))) {
-    const api = pathname.startsWith('/api/');
-    res.writeHead(400, { ...refusal, 'Content-Type': api ? 'application/json' : 'text/plain; charset=utf-8' });
-    res.end(api ? JSON.stringify({ error: { message: UNDECODABLE_ADDRESS, code: 'BAD_REQUEST' } }) : UNDECODABLE_ADDRESS);
-    return;
-  }
-  req.headers['x-forwarded-for'] = clientAddress(req, trust);
-  const api = throughNext ? null : apiEndpointOf(req);
-  const endpoint = api && hasUrl(req) ? api : null;
-  void admitBody(req).then((admitted) => {
-    if (!admitted) return;
-    if (endpoint) void serveApi(req, res, endpoint);
-    else void handle(req, res);
-  });
-});
-server.on('connect', (req, socket) => {
-  const body = methodNotAllowed(req.method);
-  const headers = Object.entries({ ...refusal, Allow: ALLOW, 'Content-Length': Buffer.byteLength(body), Connection: 'close' }).map(([name, value]) => `${name}: ${value}\r\n`);
-  socket.end(`HTTP/1.1 405 Method Not Allowed\r\n${headers.join('')}\r\n${body}`);
-});
-server.listen(port, process.env.HOSTNAME || undefined, () => {
-  process.stdout.write(`web server listening on ${port}${env.TRUSTED_PROXIES ? ` (trusting X-Forwarded-For from ${env.TRUSTED_PROXIES})` : ''}\n`);
+const web = createWebServer({ handle, trustedProxies: env.TRUSTED_PROXIES, apiThroughNext: process.env.WAYPOST_API_THROUGH_NEXT === '1' });
+web.server.listen(env.PORT, hostname, () => {
+  process.stdout.write(`web server listening on ${env.PORT}${env.TRUSTED_PROXIES ? ` (trusting X-Forwarded-For from ${env.TRUSTED_PROXIES})` : ''}\n`);
 });
 
-for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-  process.on(signal, () => {
-    if (stopping) return;
-    stopping = true;
-    server.close(() => process.exit(0));
-    // A keep-alive connection goes idle once its request is answered: close it then, so
-    // the process exits as soon as the last request in flight is done, and the client
-    // opens a new connection, which is refused (and goes to another instance).
-    server.closeIdleConnections();
-    setInterval(() => server.closeIdleConnections(), 100).unref();
-    setTimeout(() => {
-      server.closeAllConnections();
-      process.exit(0);
-    }, 25_000).unref();
-  });
-}
+for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => web.drain(() => process.exit(0)));

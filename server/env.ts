@@ -100,7 +100,7 @@ export const envSchema = z.object({
    * API calls a minute (a batched tRPC request counts as its number of calls) per API key,
    * per signed-in session, and per client address (requests without credentials, and an
    * outer bound on all of one address's calls). 0: no limit. Counted in the web process's
-   * memory (server/trpc/rate-limits.ts).
+   * memory (server/http/rate-limits.ts).
    */
   RATE_LIMIT_PER_KEY: int(6000, 0, 1_000_000),
   RATE_LIMIT_PER_SESSION: int(1200, 0, 1_000_000),

@@ -4,7 +4,7 @@ import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 
 // docs/architecture.md ("Layers") as a check: imports point down only,
-//   app -> server/trpc -> server/auth -> server/read -> server/repair -> server/engine -> base
+//   app -> server/http -> server/trpc -> server/auth -> server/read -> server/repair -> server/engine -> base
 // (base: server/db/, server/env.ts, the generated Prisma client and the other modules at
 // server/'s top level). Type-only and dynamic imports count: a type that lives above its
 // user drags the layer above into every change. The entry points (scripts/, prisma/,
@@ -14,7 +14,7 @@ import { describe, expect, it } from 'vitest';
 const ROOT = path.resolve(import.meta.dirname, '..');
 
 /** Top first; a file may import from its own layer and those after it. */
-const LAYERS = ['app', 'server/trpc', 'server/auth', 'server/read', 'server/repair', 'server/engine', 'server'] as const;
+const LAYERS = ['app', 'server/http', 'server/trpc', 'server/auth', 'server/read', 'server/repair', 'server/engine', 'server'] as const;
 type Layer = (typeof LAYERS)[number];
 
 function layerOf(file: string): Layer | 'entry' | 'outside' {
@@ -88,6 +88,10 @@ describe('layering (docs/architecture.md, Layers)', () => {
     ]);
     expect(upwardImports([engine], withUpward(engine, "import { stuckReasonOf } from '@/server/repair/stuck';"))).toEqual([
       'server/engine/enrollment.ts -> server/repair/stuck.ts (server/engine -> server/repair)',
+    ]);
+    const procedures = path.join(ROOT, 'server', 'trpc', 'trpc.ts');
+    expect(upwardImports([procedures], withUpward(procedures, "import { apiRateLimits } from '../http/rate-limits';"))).toEqual([
+      'server/trpc/trpc.ts -> server/http/rate-limits.ts (server/trpc -> server/http)',
     ]);
     expect(upwardImports([engine], withUpward(engine, "const seed = await import('../../prisma/seed');"))).toEqual([
       'server/engine/enrollment.ts -> prisma/seed.ts (server/engine -> entry)',

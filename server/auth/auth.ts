@@ -42,7 +42,7 @@ export function authSettings(config: Env = env()): AuthSettings {
 /**
  * The origins the console is served from: PUBLIC_URL's, or localhost and 127.0.0.1 on PORT.
  * Sign-in accepts requests from these only, and so do signed-in tRPC mutations
- * (server/trpc/http.ts sameOriginRefusal).
+ * (server/http/api-request.ts crossSiteRefusal).
  */
 export function consoleOrigins(config: Env = env()): string[] {
   return config.PUBLIC_URL ? [config.PUBLIC_URL] : [`http://localhost:${config.PORT}`, `http://127.0.0.1:${config.PORT}`];

@@ -2,6 +2,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import type pg from 'pg';
 import { PrismaClient } from '../generated/prisma/client';
 import { databaseUrl, env } from '../env';
+import { processSingleton } from '../process-registry';
 import { CheckedPool, ReadTimeoutClient, serverTimeoutMs } from './pool';
 import { pools } from './registry';
 import type { Db } from './types';
@@ -74,8 +75,6 @@ export async function closeDb(db: Db): Promise<void> {
   await pools.get(db)?.end();
 }
 
-const globalForDb = globalThis as unknown as { waypostDb?: Db };
-
 /**
  * The bounds on waiting for the database (DATABASE_CONNECT_TIMEOUT_SECONDS,
  * DATABASE_QUERY_TIMEOUT_SECONDS) for the web server's and workers' clients, so that an
@@ -89,9 +88,8 @@ export function databaseWaitBounds(): { connectTimeoutMs: number; queryTimeoutMs
   };
 }
 
-/** The process-wide client for DATABASE_URL (one per process, survives Next.js hot reload). */
+/** The process-wide client for DATABASE_URL (one per process, whichever copy of this module asks, and across Next.js hot reloads: server/process-registry.ts). */
 export function db(): Db {
-  globalForDb.waypostDb ??= createDb(databaseUrl(), { applicationName: 'waypost-web', ...databaseWaitBounds() });
-  return globalForDb.waypostDb;
+  return processSingleton('db', () => createDb(databaseUrl(), { applicationName: 'waypost-web', ...databaseWaitBounds() }));
 }
 

@@ -1,4 +1,5 @@
 import { preparedRaw, type DbTx } from '../db';
+import { processSingleton } from '../process-registry';
 
 // Workers poll, and may be woken early by NOTIFY. NOTIFY takes one global lock at
 // commit and serialises every transaction that notifies (docs/architecture.md, "Constraints and choices"), so it is
@@ -27,7 +28,8 @@ interface Waker {
   again: boolean;
 }
 
-const wakers = new WeakMap<object, Waker>();
+/** Each client's waker, once per process (server/process-registry.ts): one spacing, whichever copy of this module is asked. */
+const wakers = processSingleton('engine.wakers', () => new WeakMap<object, Waker>());
 
 /**
  * Wake the workers for work this process has just committed, without waiting: the first

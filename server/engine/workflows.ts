@@ -1,4 +1,5 @@
 import type { Db, DbTx } from '../db';
+import { processSingleton } from '../process-registry';
 import { writeAudit, type Acting } from './audit';
 import { inEngineTransaction } from './transaction';
 import { workflowInput, stepConfigSchemas, type WorkflowInput } from './definition';
@@ -140,7 +141,8 @@ export function setWorkflowEnabled(db: Db, by: Acting, workflowId: string, enabl
   });
 }
 
-const cache = new Map<string, WorkflowGraph>();
+/** Graphs read in the last 5 s, by workflow id, once per process (server/process-registry.ts). */
+const cache = processSingleton('engine.workflowGraphs', () => new Map<string, WorkflowGraph>());
 
 /** The workflow's graph; throws if the workflow does not exist. */
 export async function loadWorkflowGraph(db: DbTx, workflowId: string): Promise<WorkflowGraph> {

@@ -1,6 +1,7 @@
 import superjson from 'superjson';
 import type { DbTx } from '../db';
 import { env } from '../env';
+import { processSingleton } from '../process-registry';
 
 // Console figures: counts over a project's whole history (executions by status and stuck
 // reason, stuck groups, invariant violations), which no index makes cheap at millions of
@@ -61,9 +62,10 @@ interface StoredFigure {
 /**
  * Stored figures this process has read, deserialized, by key: a read whose stored figure
  * is the one cached here (same computedAt) is not sent the value again nor parses it (a
- * big project's counts are tens of kilobytes of JSON).
+ * big project's counts are tens of kilobytes of JSON). One cache per process, whichever
+ * copy of this module reads (server/process-registry.ts).
  */
-const parsed = new Map<string, { computedAt: Date; value: unknown }>();
+const parsed = processSingleton('read.figures.parsed', () => new Map<string, { computedAt: Date; value: unknown }>());
 const PARSED_MAX = 100;
 
 async function storedFigure(db: DbTx, key: FigureKey): Promise<StoredFigure | null> {
@@ -121,7 +123,8 @@ const judgedCost = (f: StoredFigure) => Math.min(f.costMs, f.previousCostMs ?? f
 /** Live reads of a cheap figure store it (keeping its cost current) at most this often. */
 const LIVE_STORE_EVERY_MS = 10_000;
 
-const refreshing = new Map<string, Promise<boolean>>();
+/** The background refreshes this process has under way, by key (at most one each). */
+const refreshing = processSingleton('read.figures.refreshing', () => new Map<string, Promise<boolean>>());
 const keyText = (k: FigureKey) => `${k.projectId}|${k.kind}|${k.scope}`;
 
 /**

@@ -101,7 +101,7 @@ function conflictOf(cause: unknown): Conflict | null {
 }
 
 // OpenApiMeta: a procedure with `meta.openapi` is also served as a plain JSON endpoint
-// under /api/v1 and described in /api/v1/openapi.json (server/trpc/openapi.ts).
+// under /api/v1 and described in /api/v1/openapi.json (server/http/openapi.ts).
 const t = initTRPC.context<Context>().meta<OpenApiMeta>().create({
   transformer: superjson,
   errorFormatter({ shape, error }) {

@@ -5,13 +5,13 @@ import { seedDemo } from '../../prisma/seed';
 import { generateApiKey } from '../../server/auth/api-keys';
 import type { Role } from '../../server/auth/roles';
 import { MAX_BATCH_SIZE } from '../../server/trpc/batch';
-import { apiEndpointOf } from '../../server/trpc/node-endpoints';
-import { restEndpoint, trpcEndpoint } from '../../server/trpc/endpoints';
+import { apiEndpointOf } from '../../server/http/node-endpoints';
+import { restEndpoint, trpcEndpoint } from '../../server/http/endpoints';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { startWebServer, type WebServer } from '../support/web-server';
 
 // scripts/web.ts answers /api/trpc and /api/v1 itself, before Next.js's request pipeline
-// (server/trpc/node-endpoints.ts). It must answer exactly as the Next.js routes (with
+// (server/http/node-endpoints.ts). It must answer exactly as the Next.js routes (with
 // proxy.ts in front) did: the same statuses, error bodies and headers for refusals (no
 // credentials, too small a role, rate limits, cross-site changes, bodies too large, bad
 // input), and the requests it does not answer itself must still reach Next.js. Two

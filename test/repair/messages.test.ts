@@ -9,7 +9,7 @@ import { deliverQueuedMessages } from '../../server/engine/sender';
 import type { MailTransport } from '../../server/engine/transport';
 import { claimQueuedMessages } from '../../server/engine/claims';
 import { countStuck, listStuck, STUCK_REASONS } from '../../server/repair/stuck';
-import { withDocumentedProcedureNames } from '../../server/trpc/http';
+import { withDocumentedProcedureNames } from '../../server/http/api-request';
 import { appRouter } from '../../server/trpc/root';
 import type { Actor } from '../../server/auth/actor';
 import { actorFor, callerFor, contextFor } from '../support/callers';

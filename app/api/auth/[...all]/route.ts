@@ -3,7 +3,7 @@ import { beginSignInAttempt, finishSignInAttempt } from '@/server/auth/sign-in-l
 import { databaseUnavailable } from '@/server/database-unavailable';
 import { db } from '@/server/db';
 import { DATABASE_RETRY_AFTER_SECONDS, DATABASE_UNAVAILABLE_MESSAGE, logOutageOf } from '@/server/trpc/errors';
-import { boundedRequest, malformedRequest } from '@/server/trpc/http';
+import { boundedRequest, malformedRequest } from '@/server/http/api-request';
 
 // better-auth's endpoints (sign-in, sign-out, session) under /api/auth. The instance is
 // made on first request, not at import, so `next build` needs neither a database nor a

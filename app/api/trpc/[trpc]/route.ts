@@ -1,6 +1,6 @@
-import { trpcEndpoint } from '@/server/trpc/endpoints';
+import { trpcEndpoint } from '@/server/http/endpoints';
 
 // The tRPC endpoint as a Next.js route (`next dev`); scripts/web.ts serves the same
-// handler before Next.js (server/trpc/node-endpoints.ts).
+// handler before Next.js (server/http/node-endpoints.ts).
 
 export { trpcEndpoint as GET, trpcEndpoint as POST };

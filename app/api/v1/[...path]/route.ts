@@ -1,7 +1,7 @@
-import { restEndpoint } from '@/server/trpc/endpoints';
+import { restEndpoint } from '@/server/http/endpoints';
 
 // The REST endpoints as a Next.js route (`next dev`); scripts/web.ts serves the same
-// handler before Next.js (server/trpc/node-endpoints.ts).
+// handler before Next.js (server/http/node-endpoints.ts).
 
 export const dynamic = 'force-dynamic';
 

@@ -1,4 +1,4 @@
-import { openApiDocument } from '@/server/trpc/openapi';
+import { openApiDocument } from '@/server/http/openapi';
 
 export const dynamic = 'force-dynamic';
 

@@ -1,9 +1,14 @@
 import { TRPCError } from '@trpc/server';
 import { consoleOrigins } from '../auth/auth';
-import { decodableAddress, safeDecode, UNDECODABLE_ADDRESS } from '../url';
-import { MAX_BATCH_SIZE } from './batch';
+import { MAX_BATCH_SIZE } from '../trpc/batch';
+import { safeDecode } from '../url';
 import { apiRateLimits, rateLimitMessage, rateLimitSubject } from './rate-limits';
+import { undecodableAddress } from './request-target';
 
+// What the API's handlers (endpoints.ts, and the sign-in route) do with a request before
+// tRPC sees it: refuse it (an undecodable address, a rate limit, a cross-site change),
+// bound its body, serve `repair.apply` by its router name, drop /api/v1's cookies.
+//
 // Limits of the HTTP endpoints (app/api/trpc, app/api/v1). Next.js route handlers read a
 // request body of any size; these endpoints read at most MAX_BODY_BYTES and answer 413
 // beyond it, so a client cannot make the server buffer an unbounded body. The biggest
@@ -12,12 +17,12 @@ import { apiRateLimits, rateLimitMessage, rateLimitSubject } from './rate-limits
 export const MAX_BODY_BYTES = 12 * 1024 * 1024;
 /**
  * The most a caller without credentials may send: enough for any sign-in or error report,
- * far from what it would take to fill memory. scripts/web.ts refuses more before reading.
+ * far from what it would take to fill memory. The web server refuses more before reading.
  */
 export const ANONYMOUS_BODY_BYTES = 16 * 1024;
 export { MAX_BATCH_SIZE };
 
-/** The 413's body, here and in scripts/web.ts (server/trpc/body-limit.ts). */
+/** The 413's body, here and at the web server's socket (body-limit.ts). */
 export function tooLargeBody(maxBytes: number): { error: { message: string; code: 'PAYLOAD_TOO_LARGE' } } {
   const size = maxBytes >= 1024 * 1024 ? `${maxBytes / 1024 / 1024} MB` : `${maxBytes / 1024} KB`;
   const anonymous = maxBytes === ANONYMOUS_BODY_BYTES ? ' (the limit without a session or API key)' : '';
@@ -34,21 +39,16 @@ function tooLarge(maxBytes: number): Response {
  */
 export function malformedRequest(req: Request): Response | null {
   const url = new URL(req.url);
-  if (decodableAddress(url.pathname, url.search)) return null;
-  return Response.json(
-    { error: { message: UNDECODABLE_ADDRESS, code: 'BAD_REQUEST' } },
-    { status: 400 },
-  );
+  const undecodable = undecodableAddress(url.pathname, url.search);
+  return undecodable && new Response(undecodable.body, { status: undecodable.status, headers: { 'content-type': undecodable.contentType } });
 }
 
 /**
  * The request with its body read into memory, or a 413 response once it passes the limit
- * (by Content-Length before reading, or while reading a body sent without one); a 400
- * first when its address is not valid percent-encoding.
+ * (by Content-Length before reading, or while reading a body sent without one). Its
+ * address has been checked first (malformedRequest).
  */
 export async function boundedRequest(req: Request, maxBytes = MAX_BODY_BYTES): Promise<Request | Response> {
-  const malformed = malformedRequest(req);
-  if (malformed) return malformed;
   if (!req.body) return req;
   const declared = Number(req.headers.get('content-length') ?? NaN);
   if (Number.isFinite(declared) && declared > maxBytes) return tooLarge(maxBytes);
@@ -79,7 +79,7 @@ export function withDocumentedProcedureNames(req: Request): Request {
   const marker = '/api/trpc/';
   const at = url.pathname.indexOf(marker);
   if (at === -1) return req;
-  // boundedRequest has already refused a path that does not decode.
+  // malformedRequest has already refused a path that does not decode.
   const paths = (safeDecode(url.pathname.slice(at + marker.length)) ?? '').split(',');
   if (!paths.includes('repair.apply')) return req;
   url.pathname = url.pathname.slice(0, at + marker.length) + paths.map((p) => (p === 'repair.apply' ? 'repair.applyOne' : p)).join(',');
@@ -155,7 +155,7 @@ export function withRefusalHeaders(response: Response, refusal: ApiRefusal): Res
 
 /**
  * The body bound of an API request: MAX_BODY_BYTES for one that presents a key (or, where
- * cookies count, a session), ANONYMOUS_BODY_BYTES otherwise. scripts/web.ts has already
+ * cookies count, a session), ANONYMOUS_BODY_BYTES otherwise. The web server (body-limit.ts) has already
  * applied it before Next.js read anything; this is the same rule under `next dev`.
  */
 export function bodyLimitOf(req: Request, options: { cookies: boolean }): number {

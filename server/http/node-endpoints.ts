@@ -1,15 +1,15 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createURL, incomingMessageToRequest } from '@trpc/server/adapters/node-http';
-import { API_CONTENT_SECURITY_POLICY, commonSecurityHeaders, headerOptions } from '../security-headers';
 import { restEndpoint, REST_METHODS, trpcEndpoint, TRPC_METHODS } from './endpoints';
+import { apiSecurityHeaders } from './security-headers';
 
-// /api/trpc and /api/v1 served by scripts/web.ts itself, before Next.js: the very handlers
-// of the Next.js routes (server/trpc/endpoints.ts), fed a fetch Request made from Node's
+// /api/trpc and /api/v1 served by the web server itself (web-server.ts), before Next.js: the very handlers
+// of the Next.js routes (server/http/endpoints.ts), fed a fetch Request made from Node's
 // request by tRPC's own node-http adapter, and their Response written back to the socket.
 // Next.js's request pipeline (routing, the request proxy, copying the body for it) cost
 // about half of an enrollment's web-server CPU. What Next.js added to these answers is
-// added here: proxy.ts's security headers (API policy) and next.config.js's. Everything
-// else a request meets before this point is scripts/web.ts's own, the same for both paths
+// added here: the security headers of an API answer (security-headers.ts). Everything
+// else a request meets before this point is web-server.ts's own, the same for both paths
 // (refused methods and targets, undecodable addresses, the client's address, the body
 // bound at the socket). Any request these routes do not answer exactly as the Next.js
 // route would (HEAD, OPTIONS, other methods, a path Next.js would redirect or normalise,
@@ -35,11 +35,6 @@ export function apiEndpointOf(req: Pick<IncomingMessage, 'method' | 'url'>): Fet
   return null;
 }
 
-/** The headers Next.js gave every API answer: proxy.ts's (security headers, API policy) and next.config.js's (a subset of them). */
-function apiHeaders(): Record<string, string> {
-  return { ...commonSecurityHeaders(headerOptions()), 'Content-Security-Policy': API_CONTENT_SECURITY_POLICY };
-}
-
 /** Whether Node's request makes a URL (its Host header): if not, Next.js answers it as it always did. */
 export function hasUrl(req: IncomingMessage): boolean {
   try {
@@ -58,17 +53,19 @@ export async function serveApi(req: IncomingMessage, res: ServerResponse, endpoi
   let response: Response;
   try {
     // No byte bound here: the endpoints bound the body themselves (boundedRequest), and
-    // scripts/web.ts has already refused an oversized one from a caller without credentials.
+    // the web server has already refused an oversized one from a caller without credentials.
     response = await endpoint(incomingMessageToRequest(req, res, { maxBodySize: null }));
   } catch (error) {
     // The endpoints answer every failure themselves; this is a bug. Next.js answered an
     // exception from a route handler with an empty 500.
     console.error(`${req.method} ${req.url?.split('?')[0]} failed:`, error);
-    if (!res.headersSent) res.writeHead(500, apiHeaders());
+    if (!res.headersSent) res.writeHead(500, apiSecurityHeaders());
     res.end();
     return;
   }
-  const headers: Record<string, string | string[]> = apiHeaders();
+  // The headers Next.js gave every API answer: proxy.ts's (security headers, API policy) and
+  // next.config.ts's (a subset of them).
+  const headers: Record<string, string | string[]> = apiSecurityHeaders();
   for (const [name, value] of response.headers) if (name !== 'set-cookie') headers[name] = value;
   const cookies = response.headers.getSetCookie();
   if (cookies.length > 0) headers['set-cookie'] = cookies;

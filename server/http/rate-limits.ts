@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { SESSION_COOKIE_NAMES } from '../auth/cookies';
 import { env, type Env } from '../env';
+import { processSingleton } from '../process-registry';
 
 // API calls a minute per API key, per signed-in session and per client address: one
 // integration or one browser tab gone wild cannot take the whole server.
@@ -14,7 +15,8 @@ import { env, type Env } from '../env';
 // The counters live in this process's memory. `npm start` runs one web process, so that
 // is every request; a deployment with several web processes multiplies the limits by
 // their number (docs/operations.md, "The web tier"). The two API routes are separate bundles in a Next.js
-// build, so the counters hang off globalThis to be one set for both.
+// build, and scripts/web.ts has a copy of its own, so the counters are kept once per
+// process (server/process-registry.ts), one set for all.
 
 export type RateLimitedScope = 'key' | 'session' | 'address';
 
@@ -65,12 +67,9 @@ function digest(credential: string): string {
   return createHash('sha256').update(credential, 'utf8').digest('base64url');
 }
 
-const globalForLimits = globalThis as unknown as { waypostApiRateLimits?: ApiRateLimits };
-
 /** The process-wide counters, sized from RATE_LIMIT_PER_* on first use. */
 export function apiRateLimits(): ApiRateLimits {
-  globalForLimits.waypostApiRateLimits ??= new ApiRateLimits(env());
-  return globalForLimits.waypostApiRateLimits;
+  return processSingleton('http.apiRateLimits', () => new ApiRateLimits(env()));
 }
 
 function cookieValue(cookieHeader: string | null, names: readonly string[]): string | null {
@@ -83,7 +82,7 @@ function cookieValue(cookieHeader: string | null, names: readonly string[]): str
 }
 
 /**
- * A request's subject. The address is X-Forwarded-For as scripts/web.ts leaves it: the
+ * A request's subject. The address is X-Forwarded-For as the web server (web-server.ts) leaves it: the
  * socket's address, or what a trusted proxy reported (TRUSTED_PROXIES). `cookies: false`
  * for /api/v1, which never reads them.
  */

@@ -1,15 +1,15 @@
 import { fetchRequestHandler } from '@trpc/server/adapters/fetch';
 import { createOpenApiFetchHandler } from 'trpc-to-openapi';
-import { errorId, logOutage, outageHeaders } from './errors';
-import { apiRefusal, bodyLimitOf, boundedRequest, malformedRequest, MAX_BATCH_SIZE, refusedRequest, withDocumentedProcedureNames, withoutCookies, withRefusalHeaders, type ApiRefusal } from './http';
+import { errorId, logOutage, outageHeaders } from '../trpc/errors';
+import { appRouter } from '../trpc/root';
+import { createApiContext, type Context } from '../trpc/trpc';
+import { apiRefusal, bodyLimitOf, boundedRequest, malformedRequest, MAX_BATCH_SIZE, refusedRequest, withDocumentedProcedureNames, withoutCookies, withRefusalHeaders, type ApiRefusal } from './api-request';
 import { REST_BASE_PATH } from './openapi';
-import { appRouter } from './root';
-import { createApiContext, type Context } from './trpc';
 
 // The two API endpoints as fetch handlers, one module for both ways they are served: the
 // Next.js route handlers (app/api/trpc/[trpc], app/api/v1/[...path]; what `next dev`
 // runs) and scripts/web.ts, which answers these paths itself before Next.js's request
-// pipeline (server/trpc/node-endpoints.ts). Whichever serves a request, this code decides
+// pipeline (server/http/node-endpoints.ts). Whichever serves a request, this code decides
 // everything about its answer: refusals (rate limits, cross-site changes), the body bound,
 // the context (API keys, sessions, projects), roles, and the error mapping.
 
@@ -55,7 +55,7 @@ export const TRPC_METHODS = ['GET', 'POST'] as const;
 export const REST_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 
 // POST /api/v1/enrollments, POST /api/v1/events, ...: the procedures with `meta.openapi`,
-// as plain JSON endpoints (see server/trpc/openapi.ts and /api/v1/openapi.json). They take
+// as plain JSON endpoints (see server/http/openapi.ts and /api/v1/openapi.json). They take
 // API keys only: cookies are dropped before the context is made, so a page on another
 // site can never act here with a visitor's session.
 

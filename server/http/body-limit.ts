@@ -1,14 +1,15 @@
 import type { IncomingMessage } from 'node:http';
 import { SESSION_COOKIE_NAMES } from '../auth/cookies';
-import { ANONYMOUS_BODY_BYTES, MAX_BODY_BYTES, tooLargeBody } from './http';
+import { ANONYMOUS_BODY_BYTES, MAX_BODY_BYTES, tooLargeBody } from './api-request';
+import { apiSecurityHeaders } from './security-headers';
 
-// Request bodies at the socket for scripts/web.ts: a caller who is
+// Request bodies at the socket for the web server (web-server.ts): a caller who is
 // not signed in and holds no API key may send ANONYMOUS_BODY_BYTES, anyone else
 // MAX_BODY_BYTES; more is 413 before the body is read. This has to happen before Next.js
 // sees the request: with a request proxy (proxy.ts) in front of the API, Next.js copies
 // every body (up to 10 MB, twice) so that proxy and route could both read it, long before
 // a route handler could count bytes. The route handlers keep their own bound
-// (server/trpc/http.ts boundedRequest) for `next dev`, which does not run scripts/web.ts.
+// (server/http/api-request.ts boundedRequest) for `next dev`, which does not run the web server.
 //
 // A body declared (Content-Length) within the small bound passes at once. A larger or
 // chunked one from a caller who presents credentials costs one lookup of those
@@ -57,10 +58,9 @@ const LINGER_MS = 5_000;
  */
 function tooLarge(req: IncomingMessage, limit: number): void {
   const body = JSON.stringify(tooLargeBody(limit));
+  const headers = { ...apiSecurityHeaders(), 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), Connection: 'close' };
   const socket = req.socket;
-  socket.end(
-    `HTTP/1.1 413 Payload Too Large\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-content-type-options: nosniff\r\nconnection: close\r\n\r\n${body}`,
-  );
+  socket.end(`HTTP/1.1 413 Payload Too Large\r\n${Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('')}\r\n${body}`);
   const drop = setTimeout(() => socket.destroy(), LINGER_MS);
   drop.unref();
   socket.once('close', () => clearTimeout(drop));

@@ -1,5 +1,5 @@
 import { generateOpenApiDocument } from 'trpc-to-openapi';
-import { appRouter } from './root';
+import { appRouter } from '../trpc/root';
 
 // The REST face of the API for integrations: procedures with `meta.openapi` (today
 // enrollments.enroll and events.track) are also plain JSON endpoints under /api/v1, served

@@ -1,5 +1,7 @@
-/** @type {import('next').NextConfig} */
-const nextConfig = {
+import type { NextConfig } from 'next';
+import { EVERY_RESPONSE_HEADERS } from './server/http/security-headers';
+
+const nextConfig: NextConfig = {
   // Database drivers run as plain Node modules rather than bundled into the server build:
   // node-postgres probes optional native bindings at runtime, and the Prisma adapter must
   // share that very module instance.
@@ -9,25 +11,17 @@ const nextConfig = {
   poweredByHeader: false,
   experimental: {
     // Next.js copies a request's body for the request proxy (proxy.ts) and silently cuts it
-    // at this size (10 MB by default). Just past the API's own limit (server/trpc/http.ts
+    // at this size (10 MB by default). Just past the API's own limit (server/http/api-request.ts
     // MAX_BODY_BYTES, 12 MB), so a body over it is refused with 413 by the route, never
     // truncated into a confusing 400. Bodies from callers without credentials are refused
-    // at 16 KB before Next.js sees them (server/body-limit.ts).
+    // at 16 KB before Next.js sees them (server/http/body-limit.ts).
     proxyClientMaxBodySize: 12 * 1024 * 1024 + 1,
   },
   // Assets and public files, which proxy.ts does not see, get the headers that fit any
-  // response (server/security-headers.ts; pages and the API get theirs from proxy.ts).
+  // response (server/http/security-headers.ts, which imports nothing, so this config can load
+  // it; pages and the API get the rest from proxy.ts).
   async headers() {
-    return [
-      {
-        source: '/:path*',
-        headers: [
-          { key: 'X-Content-Type-Options', value: 'nosniff' },
-          { key: 'Referrer-Policy', value: 'strict-origin-when-cross-origin' },
-          { key: 'X-Frame-Options', value: 'DENY' },
-        ],
-      },
-    ];
+    return [{ source: '/:path*', headers: Object.entries(EVERY_RESPONSE_HEADERS).map(([key, value]) => ({ key, value })) }];
   },
 };
 
