@@ -1,6 +1,6 @@
 import { Prisma, type DbTx } from '../../db';
 import { readExecutionState, type ExecutionState, type StepClaim, type UnclaimableStep } from './execution';
-import { batchClaimColumns, claimValues, executionStillClaimed, moveTo, notConsumedBy, secondsFromNow, stepRowClaim, stepStillClaimed } from './fragments';
+import { batchClaimColumns, claimValues, eventResumesWait, executionStillClaimed, moveTo, secondsFromNow, stepRowClaim, stepStillClaimed } from './fragments';
 import type { Lost, Won } from './index';
 
 // Completing a claimed step, the workers' side: advance the execution, park it at a wait,
@@ -228,11 +228,16 @@ export async function parkExecution(
       SELECT ev.id, ev.name, ev.data, ev."createdAt"
         FROM exec
         JOIN "StepExecution" w ON w.id = ${claim.stepExecutionId}::uuid
-        JOIN "Event" ev ON ev."contactId" = exec."contactId" AND ev."projectId" = exec."projectId"
-       WHERE ${awaitEvent}::text IS NOT NULL AND ev.name = ${awaitEvent}::text
-         AND ev."createdAt" >= w."startedAt"
-         AND ev."createdAt" < ${secondsFromNow(opts.dueInSeconds)}
-         AND ${notConsumedBy(Prisma.sql`exec.id`)}
+        JOIN "Event" ev ON ev."contactId" = exec."contactId" AND ev.name = ${awaitEvent}::text
+       WHERE ${awaitEvent}::text IS NOT NULL
+         AND ${eventResumesWait({
+           executionId: Prisma.sql`exec.id`,
+           contactId: Prisma.sql`exec."contactId"`,
+           projectId: Prisma.sql`exec."projectId"`,
+           eventName: Prisma.sql`${awaitEvent}::text`,
+           startedAt: Prisma.sql`w."startedAt"`,
+           dueAt: secondsFromNow(opts.dueInSeconds),
+         })}
        ORDER BY ev."createdAt", ev.id
        LIMIT 1
     ), step AS (

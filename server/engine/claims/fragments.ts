@@ -147,6 +147,40 @@ export function notConsumedBy(executionId: Prisma.Sql): Prisma.Sql {
                      WHERE c."executionId" = ${executionId} AND c."resumeEventId" = ev.id)`;
 }
 
+/** A wait as the rule "event time decides" reads it: whose, for which event, and its window. */
+export interface WaitWindow {
+  executionId: Prisma.Sql;
+  contactId: Prisma.Sql;
+  projectId: Prisma.Sql;
+  eventName: Prisma.Sql;
+  /** The window [startedAt, dueAt): the wait's first claim, and its deadline. */
+  startedAt: Prisma.Sql;
+  dueAt: Prisma.Sql;
+}
+
+/** The window of a parked wait: step row `s` of execution `e`, at WAIT_FOR_EVENT step `ws`. */
+export const parkedWaitWindow: WaitWindow = {
+  executionId: Prisma.sql`e.id`,
+  contactId: Prisma.sql`e."contactId"`,
+  projectId: Prisma.sql`e."projectId"`,
+  eventName: Prisma.sql`ws.config->>'eventName'`,
+  startedAt: Prisma.sql`s."startedAt"`,
+  dueAt: Prisma.sql`s."dueAt"`,
+};
+
+/**
+ * Event time decides, as one predicate: event `ev` resumes the wait by EVENT. It is the
+ * contact's, in the project, has the name the wait expects, was accepted inside the
+ * window [startedAt, dueAt), and no wait of the execution has consumed it yet. The
+ * event's dispatch, the parking wait's look-back, the timer, an operator's FORCE_TIMEOUT
+ * and waits.resolve all ask this, and only this.
+ */
+export function eventResumesWait(w: WaitWindow): Prisma.Sql {
+  return Prisma.sql`ev."contactId" = ${w.contactId} AND ev."projectId" = ${w.projectId} AND ev.name = ${w.eventName}
+         AND ev."createdAt" >= ${w.startedAt} AND ev."createdAt" < ${w.dueAt}
+         AND ${notConsumedBy(w.executionId)}`;
+}
+
 // ---------------------------------------------------------------------------
 // The operators' guards (server/repair). Their from-statuses come from the transitions
 // table (server/engine/transitions.ts), which the repair planner reads too.
