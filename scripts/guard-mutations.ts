@@ -317,8 +317,10 @@ const MUTATIONS: Mutation[] = [
     edits: [
       {
         file: 'server/engine/claims/completion.ts',
-        find: `       WHERE \${awaitEvent}::text IS NOT NULL AND ev.name = \${awaitEvent}::text`,
-        replace: `       WHERE false AND ev.name = \${awaitEvent}::text`,
+        find: `       WHERE \${awaitEvent}::text IS NOT NULL
+         AND \${eventResumesWait({`,
+        replace: `       WHERE false
+         AND \${eventResumesWait({`,
       },
     ],
     test: 'test/race/event-delivery.test.ts',
@@ -356,8 +358,8 @@ const MUTATIONS: Mutation[] = [
     edits: [
       {
         file: 'server/engine/claims/waits.ts',
-        find: `           WHERE ws.type = 'WAIT_FOR_EVENT' AND ev."contactId" = e."contactId"`,
-        replace: `           WHERE false AND ev."contactId" = e."contactId"`,
+        find: `           WHERE ws.type = 'WAIT_FOR_EVENT' AND \${eventResumesWait(parkedWaitWindow)}`,
+        replace: `           WHERE false AND \${eventResumesWait(parkedWaitWindow)}`,
       },
     ],
     test: 'test/race/event-delivery.test.ts',
@@ -365,12 +367,39 @@ const MUTATIONS: Mutation[] = [
     rounds: 1,
   },
   {
+    guard: 'FORCE_TIMEOUT takes the event channel before it looks back (an event being accepted is waited for, not lost)',
+    edits: [{ file: 'server/repair/apply.ts', find: `    await lockEventChannel(tx, { contactId: execution.contactId, eventName });`, replace: `` }],
+    test: 'test/repair/in-window-events.test.ts',
+    scenario: 'an event accepted while the operator times the wait out is never lost',
+    rounds: 1,
+  },
+  {
+    guard: 'FORCE_TIMEOUT follows the timer: an unconsumed in-window event resumes the wait by EVENT',
+    edits: [
+      {
+        file: 'server/repair/planner.ts',
+        find: `const resumeEvent = inWindow.length > 0 && !choices.ignoreInWindowEvents ? inWindow[0]! : null;`,
+        replace: `const resumeEvent = null as InWindowEvent | null;`,
+      },
+    ],
+    test: 'test/repair/in-window-events.test.ts',
+    scenario: 'its dispatch late: the preview names it',
+    rounds: 1,
+  },
+  {
+    guard: 'waits.resolve records EVENT only with an event the wait takes (its name, inside its window, unconsumed)',
+    edits: [{ file: 'server/repair/resolve-wait.ts', find: `    if (why === null) {`, replace: `    if (true) {` }],
+    test: 'test/api/routers/waits.test.ts',
+    scenario: 'an event of another name',
+    rounds: 1,
+  },
+  {
     guard: 'an event accepted after the deadline never resumes the wait (event time decides)',
     edits: [
       {
-        file: 'server/engine/claims/waits.ts',
-        find: `         AND s."startedAt" <= ev."createdAt" AND ev."createdAt" < s."dueAt"`,
-        replace: `         AND s."startedAt" <= ev."createdAt"`,
+        file: 'server/engine/claims/fragments.ts',
+        find: `         AND ev."createdAt" >= \${w.startedAt} AND ev."createdAt" < \${w.dueAt}`,
+        replace: `         AND ev."createdAt" >= \${w.startedAt}`,
       },
     ],
     test: 'test/race/event-delivery.test.ts',

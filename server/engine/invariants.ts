@@ -195,8 +195,9 @@ export const INVARIANTS: readonly InvariantCheck[] = [
              AND ${resolutionOf(Prisma.sql`w`, Prisma.sql`ws`)}
            GROUP BY w.id
           HAVING count(*) > 1
-              OR bool_or((CASE WHEN a.action = 'waits.resolve' THEN a.after->>'resolvedBy' ELSE 'OPERATOR' END)
-                         IS DISTINCT FROM w."resolvedBy"::text)) v`),
+              -- the entry says who resolved it (waits.resolve always; a repair since FORCE_TIMEOUT
+              -- follows the timer's rule, where an in-window event may resolve it); older repairs, OPERATOR
+              OR bool_or(COALESCE(a.after->>'resolvedBy', 'OPERATOR') IS DISTINCT FROM w."resolvedBy"::text)) v`),
   },
   {
     id: 'I5',

@@ -20,6 +20,7 @@ import {
   type ExecutionPlanner,
   type Plan,
   type RepairAction,
+  type RepairChoices,
 } from './planner';
 import { loadExecution, loadTarget, RepairNotFound, type EventSnapshot, type ExecutionSnapshot, type RepairOptions, type RepairRequest } from './target';
 import { inRepairTransaction } from './transaction';
@@ -51,6 +52,7 @@ export function planAction(
   target: ExecutionSnapshot | EventSnapshot,
   graph: WorkflowGraph | null,
   now = new Date(),
+  choices: RepairChoices = {},
 ): Plan {
   const repair = REPAIRS[action] as Repair | undefined;
   if (repair?.target === 'event') {
@@ -58,7 +60,7 @@ export function planAction(
   }
   if (target.kind !== 'execution' || !graph) return refuse(`${action} applies to an execution; give its executionId`);
   if (!repair) return refuse(`unknown action ${action}`);
-  return repair.plan(target, graph, now);
+  return repair.plan(target, graph, now, choices);
 }
 
 // ---------------------------------------------------------------------------
@@ -80,7 +82,7 @@ export async function previewRepair(db: DbTx, req: RepairRequest, opts: RepairOp
     expectedVersion: target.version,
     expectedStepExecutionId: target.kind === 'execution' ? (target.stepRow?.id ?? null) : null,
     target,
-    plan: planAction(req.action, target, graph),
+    plan: planAction(req.action, target, graph, new Date(), req.choices),
   };
 }
 
@@ -207,7 +209,7 @@ export async function applyRepair(
         await audit('LOST', { conflict });
         return { ok: false, code: 'CONFLICT', conflict } as const;
       }
-      const plan = planAction(req.action, target, graph);
+      const plan = planAction(req.action, target, graph, new Date(), req.choices);
       if (!plan.allowed) {
         if (plan.conflict) {
           await audit('REJECTED', { refusal: plan.refusal, conflict: plan.conflict });
@@ -241,15 +243,17 @@ export async function applyRepair(
             target,
           };
         },
-        applied: async (version: number): Promise<ApplyResult> => {
-          await audit('APPLIED', { ...plan, version });
+        graph,
+        replan: (fresh: ExecutionSnapshot) => planAction(req.action, fresh, graph, new Date(), req.choices),
+        applied: async (version: number, as: Plan = plan): Promise<ApplyResult> => {
+          await audit('APPLIED', { ...as, ...(req.choices && Object.keys(req.choices).length ? { choices: req.choices } : {}), version });
           return {
             ok: true,
             action: req.action,
             executionId: target.kind === 'execution' ? target.id : null,
             eventId: target.kind === 'event' ? target.id : null,
             version,
-            change: plan.change,
+            change: as.change,
           };
         },
         afterCommit: (then: (c: EngineContext) => Promise<unknown>) => {

@@ -4,7 +4,7 @@ import { inEngineTransaction } from '../engine/transaction';
 import { applyRepair } from './actions';
 import type { ApplyResult } from './apply';
 import { applyMessageRepair, isMessageRepairAction, type MessageApplyResult, type MessageRepairAction } from './messages';
-import type { RepairAction } from './planner';
+import type { RepairAction, RepairChoices } from './planner';
 import type { RepairOptions, RepairRequest } from './target';
 
 // One repair as the API asks for it (repair.applyOne): an execution's or an event's
@@ -16,6 +16,13 @@ export interface RepairAsked {
   action: RepairAction | MessageRepairAction;
   executionId?: string | null | undefined;
   eventId?: string | null | undefined;
+  /** FORCE_TIMEOUT: time out past an event accepted inside the wait's window (RepairChoices). */
+  ignoreInWindowEvents?: boolean | undefined;
+}
+
+/** The choices beside the action, as the planner takes them. */
+export function choicesOf(asked: { ignoreInWindowEvents?: boolean | undefined }): RepairChoices {
+  return asked.ignoreInWindowEvents !== undefined ? { ignoreInWindowEvents: asked.ignoreInWindowEvents } : {};
 }
 
 /** An execution's or an event's repair request (REDRIVE_EVENT aims at its event only). */
@@ -26,6 +33,7 @@ export function repairRequestOf(projectId: string, asked: RepairAsked): RepairRe
     action: asked.action,
     executionId: asked.action === 'REDRIVE_EVENT' ? null : (asked.executionId ?? null),
     eventId: asked.eventId ?? null,
+    choices: choicesOf(asked),
   };
 }
 

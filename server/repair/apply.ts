@@ -1,13 +1,25 @@
 import type { Db, DbTx } from '../db';
-import { cancelExecution, claimWait, readExecutionState, redriveEvent, retryStep, skipStep, type ExecutionState, type OperatorClaimResult } from '../engine/claims';
+import {
+  cancelExecution,
+  claimWait,
+  lockEventChannel,
+  readEventsResumingWait,
+  readExecutionState,
+  redriveEvent,
+  retryStep,
+  skipStep,
+  type ExecutionState,
+  type OperatorClaimResult,
+} from '../engine/claims';
 import type { EngineContext } from '../engine/context';
 import { dispatchEvent } from '../engine/events';
-import { readEventContext } from '../engine/event-context';
+import { eventContextPatch, readEventContext } from '../engine/event-context';
+import type { WorkflowGraph } from '../engine/workflow-graph';
 import { continueAfterWait } from '../engine/runner';
 import { notifyWorkers } from '../engine/wakeup';
 import type { Conflict } from './explain';
 import type { ActiveExecutionConflict, Plan, RepairAction } from './planner';
-import { RepairNotFound, type EventSnapshot, type ExecutionSnapshot, type RepairRequest } from './target';
+import { IN_WINDOW_EVENTS, RepairNotFound, type EventSnapshot, type ExecutionSnapshot, type RepairRequest } from './target';
 import type { RepairBusy } from './transaction';
 
 // Applying a planned repair: one function per action, each going through the engine's
@@ -38,8 +50,12 @@ export interface Applying<T extends ExecutionSnapshot | EventSnapshot> {
   req: ApplyRequest;
   target: T;
   plan: Plan;
-  /** The claim won at this version: audited APPLIED. */
-  applied(version: number): Promise<ApplyResult>;
+  /** The workflow's graph (an execution's). */
+  graph: WorkflowGraph | null;
+  /** The action planned again on a fresh read of the execution, taken under the claim's locks. */
+  replan(fresh: ExecutionSnapshot): Plan;
+  /** The claim won at this version: audited APPLIED, with the plan it followed (the preview's unless replanned). */
+  applied(version: number, plan?: Plan): Promise<ApplyResult>;
   /** The claim lost to whoever moved the execution: audited LOST, with who won. */
   lost(current: ExecutionState | null): Promise<ApplyResult>;
   /** An operator claim's loss: to I1 (an execution became active meanwhile), or to whoever moved it. */
@@ -79,26 +95,45 @@ export const resumeContinuation: ExecutionApplier = async ({ tx, db, ctx, target
   return applied(continued.version!);
 };
 
-/** FORCE_TIMEOUT and DELIVER_EVENT: the operator claims the wait (I4) and the execution moves on. */
-export const resolveWait: ExecutionApplier = async ({ tx, db, ctx, req, target: execution, plan, applied, lost, afterCommit }) => {
+/**
+ * FORCE_TIMEOUT and DELIVER_EVENT: the operator claims the wait (I4) and the execution
+ * moves on. FORCE_TIMEOUT on a WAIT_FOR_EVENT applies the timer's rule: under the event
+ * channel's lock (so no event accepted before the look-back is missed, and none accepted
+ * after it can still count), an unconsumed event accepted inside the window resumes the
+ * wait by EVENT with its data as context.lastEvent, unless the operator chose to ignore it.
+ */
+export const resolveWait: ExecutionApplier = async (a) => {
+  const { tx, db, ctx, req, target: execution, graph, applied, lost, afterCommit } = a;
+  let plan = a.plan;
   let patch: Record<string, unknown> = {};
   if (req.action === 'DELIVER_EVENT' && req.eventId) {
     const eventPatch = await readEventContext(tx, req.eventId, { projectId: req.projectId, contactId: execution.contactId });
     if (!eventPatch) throw new RepairNotFound('event not found for this contact');
     patch = eventPatch;
   }
+  const eventName = execution.step && graph?.steps.get(execution.step.id)?.config.eventName;
+  if (req.action === 'FORCE_TIMEOUT' && execution.step?.type === 'WAIT_FOR_EVENT' && typeof eventName === 'string' && !req.choices?.ignoreInWindowEvents) {
+    await lockEventChannel(tx, { contactId: execution.contactId, eventName });
+    const events = await readEventsResumingWait(tx, { stepExecutionId: execution.stepRow!.id, limit: IN_WINDOW_EVENTS });
+    if (events[0]?.id !== plan.resumeEvent?.id) {
+      // An event arrived (or was consumed) since the preview read: the rule decides on what is there now.
+      plan = a.replan({ ...execution, inWindowEvents: events.map(({ id, name, createdAt }) => ({ id, name, createdAt })) });
+    }
+    const event = events.find((e) => e.id === plan.resumeEvent?.id);
+    if (event) patch = eventContextPatch(event);
+  }
   const claimed = await claimWait(tx, {
     stepExecutionId: execution.stepRow!.id,
-    resolvedBy: 'OPERATOR',
+    resolvedBy: plan.resolvedBy ?? 'OPERATOR',
     branch: plan.branch,
-    eventId: req.action === 'DELIVER_EVENT' ? (req.eventId ?? null) : null,
+    eventId: req.action === 'DELIVER_EVENT' ? (req.eventId ?? null) : (plan.resumeEvent?.id ?? null),
     expectedVersion: req.expectedVersion,
   });
   if (!claimed.won) return lost(claimed.current?.execution ?? (await readExecutionState(tx, execution.id)));
   const continued = await continueAfterWait(ctx, claimed.wait, patch);
   if (!continued.won) return lost(await readExecutionState(tx, execution.id));
   afterCommit(() => notifyWorkers(db));
-  return applied(continued.version!);
+  return applied(continued.version!, plan);
 };
 
 export const retry: ExecutionApplier = async ({ tx, db, req, target: execution, applied, lostClaim, afterCommit }) => {

@@ -1,7 +1,8 @@
 import { Prisma, type Db, type DbTx } from '../db';
+import { findWaitsWithInWindowEvents } from '../engine/claims';
 import { applyRepair } from './actions';
 import { applyMessageRepair, isMessageRepairAction, type MessageRepairAction } from './messages';
-import type { ActiveExecutionConflict, RepairAction } from './planner';
+import type { ActiveExecutionConflict, RepairAction, RepairChoices } from './planner';
 import { listStuck, MESSAGE_REASONS, type StuckItem, type StuckReason } from './stuck';
 import { RepairNotFound, type RepairOptions } from './target';
 
@@ -173,7 +174,7 @@ export async function selectTargets(
  */
 async function repairOne(
   db: Db,
-  req: { projectId: string; actor: string; action: BulkAction; reason: string },
+  req: { projectId: string; actor: string; action: BulkAction; reason: string; choices?: RepairChoices | undefined },
   target: BulkTarget,
   opts: RepairOptions,
 ): Promise<Pick<BulkItem, 'outcome' | 'detail' | 'conflict'>> {
@@ -201,6 +202,7 @@ async function repairOne(
         action,
         executionId: target.executionId,
         eventId: target.eventId,
+        ...(req.choices ? { choices: req.choices } : {}),
         actor: req.actor,
         reason: req.reason,
         expectedVersion: target.version,
@@ -243,6 +245,8 @@ export interface BulkRequest {
   action: BulkAction;
   reason: string;
   filter: BulkFilter;
+  /** What the operator chose beside the action, for every row (FORCE_TIMEOUT: ignoreInWindowEvents). */
+  choices?: RepairChoices;
   /** Claims per second at most (protects the workers sharing the database). */
   ratePerSecond?: number;
   /** Aborting stops the run between rows: rows already done stay done. */
@@ -282,10 +286,15 @@ export async function applyMany(
     onProgress?: (done: number, total: number) => void;
   },
   opts: RepairOptions,
-): Promise<{ matched: number; dryRun: boolean; items: BulkItem[]; interrupted: boolean }> {
+): Promise<{ matched: number; dryRun: boolean; items: BulkItem[]; interrupted: boolean; inWindowEvents?: number }> {
   if (req.dryRun) {
     const targets = await selectTargets(db, req.projectId, req.filter, opts);
-    return { matched: targets.length, dryRun: true, items: [], interrupted: false };
+    // FORCE_TIMEOUT follows the timer's rule: say how many waits an in-window event resumes instead.
+    const inWindow =
+      req.action === 'FORCE_TIMEOUT'
+        ? { inWindowEvents: (await findWaitsWithInWindowEvents(db, targets.flatMap((t) => (t.stepExecutionId ? [t.stepExecutionId] : [])))).length }
+        : {};
+    return { matched: targets.length, dryRun: true, items: [], interrupted: false, ...inWindow };
   }
   const items: BulkItem[] = [];
   let matched = 0;

@@ -1,6 +1,6 @@
 import { claimMayMove, reactivates, type ClaimName } from '../engine/transitions';
 import { nextStepId, type WorkflowGraph } from '../engine/workflow-graph';
-import type { EventSnapshot, ExecutionSnapshot, MessageSummary, StepSummary } from './target';
+import type { EventSnapshot, ExecutionSnapshot, InWindowEvent, MessageSummary, StepSummary } from './target';
 
 // Planning a repair, pure (no database: test/repair/planner.test.ts runs it on snapshots):
 // is the action allowed in the target's state, and what will it change, in an operator's
@@ -29,6 +29,21 @@ export interface Plan {
   sideEffect: { emailMayBeSent: boolean; existingMessage: MessageSummary | null; note: string };
   /** Refused because it would make a second active execution (I1): the one that is active. */
   conflict?: ActiveExecutionConflict | null;
+  /** FORCE_TIMEOUT and DELIVER_EVENT: who the wait will be recorded as resolved by. */
+  resolvedBy?: 'EVENT' | 'OPERATOR';
+  /** FORCE_TIMEOUT: the event accepted inside the wait's window that resumes it by EVENT instead (the timer's rule). */
+  resumeEvent?: InWindowEvent | null;
+  /** FORCE_TIMEOUT with ignoreInWindowEvents: the in-window events the operator chose to time out past. */
+  ignoredEvents?: InWindowEvent[];
+}
+
+/** What the operator chose beside the action. */
+export interface RepairChoices {
+  /**
+   * FORCE_TIMEOUT: take the TIMEOUT branch even though an event accepted inside the wait's
+   * window would resume it by EVENT. The timer never does this; an operator may, audited.
+   */
+  ignoreInWindowEvents?: boolean;
 }
 
 /** A repair that would make a second active execution of a (workflow, contact) (I1). */
@@ -39,7 +54,7 @@ export type ActiveExecutionConflict = {
 };
 
 /** An action's plan for an execution. */
-export type ExecutionPlanner = (execution: ExecutionSnapshot, graph: WorkflowGraph, now: Date) => Plan;
+export type ExecutionPlanner = (execution: ExecutionSnapshot, graph: WorkflowGraph, now: Date, choices?: RepairChoices) => Plan;
 /** An action's plan for a tracked event. */
 export type EventPlanner = (event: EventSnapshot, now: Date) => Plan;
 
@@ -128,21 +143,44 @@ export const planResumeContinuation: ExecutionPlanner = (execution, graph) => {
   };
 };
 
-/** FORCE_TIMEOUT and DELIVER_EVENT: an operator resolves an unresolved wait along `branch`. */
+const when = (d: Date) => d.toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
+
+/** "the "purchase" event accepted 2026-12-06 10:00:00 UTC", and how many more. */
+function describeEvents(events: InWindowEvent[]): string {
+  const [first] = events;
+  const more = events.length > 1 ? ` (and ${events.length - 1}${events.length >= 5 ? '+' : ''} more)` : '';
+  return `the "${first!.name}" event accepted ${when(first!.createdAt)}${more}`;
+}
+
+/**
+ * FORCE_TIMEOUT and DELIVER_EVENT: an operator resolves an unresolved wait along `branch`.
+ * FORCE_TIMEOUT follows the timer's rule (event time decides): if an event accepted
+ * inside the wait's window has not been consumed (its dispatch is late, dead or pending),
+ * that event resumes the wait by EVENT, as the timer would at the deadline; timing out
+ * past it is the operator's explicit, audited choice (ignoreInWindowEvents).
+ */
 export function planWaitResolution(branch: 'TIMEOUT' | 'EVENT'): ExecutionPlanner {
   const validTypes = branch === 'TIMEOUT' ? ['WAIT_FOR_EVENT', 'DELAY'] : ['WAIT_FOR_EVENT'];
-  return (execution, graph) => {
+  return (execution, graph, _now, choices = {}) => {
     const { step, stepRow: row } = execution;
     if (execution.status !== 'WAITING' || !step || !validTypes.includes(step.type) || row?.status !== 'WAITING') {
       return refuse(`the execution is not waiting on a ${validTypes.join(' or ')} step (it is ${execution.status}${step ? ` at "${step.name}"` : ''})`);
     }
     if (row.resolvedBy) return refuse(`the wait was already resolved by ${row.resolvedBy}; use RESUME_CONTINUATION`);
-    const effective = step.type === 'DELAY' ? null : branch;
+    const inWindow = branch === 'TIMEOUT' && step.type === 'WAIT_FOR_EVENT' ? execution.inWindowEvents : [];
+    const resumeEvent = inWindow.length > 0 && !choices.ignoreInWindowEvents ? inWindow[0]! : null;
+    const effective = step.type === 'DELAY' ? null : resumeEvent ? 'EVENT' : branch;
     const next = nextStepId(graph, step.id, effective);
+    const to = next ? `"${graph.steps.get(next)!.name}"` : 'the end (the execution completes)';
+    const change = resumeEvent
+      ? `resolve "${step.name}" by ${describeEvents(inWindow)} inside its window, as the timer would, and move along the EVENT branch to ${to}`
+      : inWindow.length > 0
+        ? `resolve "${step.name}" as TIMEOUT (by an operator), ignoring ${describeEvents(inWindow)} inside its window, and move to ${to}`
+        : `resolve "${step.name}" as ${effective ?? 'elapsed'} (by an operator) and move to ${to}`;
     return {
       allowed: true,
       refusal: null,
-      change: `resolve "${step.name}" as ${effective ?? 'elapsed'} (by an operator) and move to ${next ? `"${graph.steps.get(next)!.name}"` : 'the end (the execution completes)'}`,
+      change,
       branch: effective,
       nextStep: summary(graph, next),
       sideEffect: noEmail(
@@ -150,6 +188,8 @@ export function planWaitResolution(branch: 'TIMEOUT' | 'EVENT'): ExecutionPlanne
           ? `the next step "${graph.steps.get(next)!.name}" sends an email (once)`
           : 'the next step sends no email',
       ),
+      resolvedBy: resumeEvent ? 'EVENT' : 'OPERATOR',
+      ...(branch === 'TIMEOUT' ? { resumeEvent, ...(inWindow.length > 0 && !resumeEvent ? { ignoredEvents: inWindow } : {}) } : {}),
     };
   };
 }

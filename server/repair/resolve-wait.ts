@@ -1,17 +1,24 @@
 import type { Db, DbTx } from '../db';
 import { writeAudit, type AuditOutcome } from '../engine/audit';
 import { createEngineContext } from '../engine/context';
-import { readEventContext } from '../engine/event-context';
+import { lockEventChannel, readEventMisfit, readEventsResumingWait, type EventMisfit, type WaitResolver } from '../engine/claims';
+import { eventContextPatch, readEventContext } from '../engine/event-context';
 import { resolveWait } from '../engine/runner';
 import { notifyWorkers } from '../engine/wakeup';
 import { inRepairTransaction } from './transaction';
 
 // A person or a program resolving a wait by hand (waits.resolve): by EVENT with one of the
 // contact's tracked events, or by TIMEOUT. It goes through the engine's one wait claim
-// (I4), so it races events, the timer and operators fairly and resolves at most once. A
-// TIMEOUT before the wait is due is someone forcing it: recorded as resolved by OPERATOR.
-// Every attempt, won, lost or refused, is audited in its own transaction (I8); one the
-// database was too busy to finish is rolled back and audited FAILED (server/repair/transaction.ts).
+// (I4), so it races events, the timer and operators fairly and resolves at most once.
+// Event time decides (docs/event-time.md) here as everywhere: an EVENT counts as the
+// event's only with an event the wait would take (its name, accepted inside
+// [startedAt, dueAt), not consumed: eventResumesWait); any other EVENT is someone forcing
+// the branch, recorded as resolved by OPERATOR without the event's data. A TIMEOUT
+// follows the timer's rule: an event accepted inside the window resumes the wait by EVENT
+// instead, unless the caller says ignoreInWindowEvents; a TIMEOUT before the wait is due
+// is someone forcing it (OPERATOR). Every attempt, won, lost or refused, is audited in its
+// own transaction (I8); one the database was too busy to finish is rolled back and
+// audited FAILED (server/repair/transaction.ts).
 
 export interface WaitResolutionRequest {
   projectId: string;
@@ -20,12 +27,20 @@ export interface WaitResolutionRequest {
   stepExecutionId: string;
   outcome: 'EVENT' | 'TIMEOUT';
   eventId?: string | undefined;
+  /** TIMEOUT: time out even though an event accepted inside the window would resume the wait. */
+  ignoreInWindowEvents?: boolean | undefined;
   /** The execution's version the caller saw: a move since then makes this lose. */
   expectedVersion: number;
 }
 
+/** An event named with outcome EVENT that the wait would not take, and why (the resolution is then OPERATOR's). */
+export interface EventNotTaken {
+  eventId: string;
+  why: EventMisfit;
+}
+
 export type WaitResolution =
-  | { kind: 'resolved'; executionId: string; branch: string | null }
+  | { kind: 'resolved'; executionId: string; branch: string | null; resolvedBy: WaitResolver; eventId: string | null; eventNotTaken: EventNotTaken | null }
   | { kind: 'not-found'; message: string }
   | { kind: 'refused'; reason: 'NOT_AN_EVENT_WAIT' | 'NOT_WAITING'; message: string; status?: string | null }
   | { kind: 'lost'; conflict: WaitConflict }
@@ -40,6 +55,7 @@ interface WaitRow {
   executionId: string;
   contactId: string;
   stepType: string;
+  eventName: string | null;
   /** The wait's timeout has come: resolving it by TIMEOUT is the timer's own outcome. */
   due: boolean;
 }
@@ -54,7 +70,7 @@ export async function resolveWaitByHand(db: Db, request: WaitResolutionRequest):
       action: 'waits.resolve',
       targetType: 'execution',
       targetId: request.stepExecutionId,
-      before: { stepExecutionId: request.stepExecutionId, expectedVersion: request.expectedVersion, outcome: request.outcome },
+      before: beforeOf(request),
     }),
   );
   if ('code' in answer) return { kind: 'busy', message: answer.message };
@@ -62,9 +78,21 @@ export async function resolveWaitByHand(db: Db, request: WaitResolutionRequest):
   return answer;
 }
 
+function beforeOf(request: WaitResolutionRequest) {
+  return {
+    stepExecutionId: request.stepExecutionId,
+    expectedVersion: request.expectedVersion,
+    outcome: request.outcome,
+    ...(request.eventId ? { eventId: request.eventId } : {}),
+    ...(request.ignoreInWindowEvents !== undefined ? { ignoreInWindowEvents: request.ignoreInWindowEvents } : {}),
+  };
+}
+
 async function resolveIn(tx: DbTx, request: WaitResolutionRequest): Promise<WaitResolution> {
   const [wait] = await tx.$queryRaw<WaitRow[]>`
-    SELECT s."executionId", e."contactId", ws.type::text AS "stepType", COALESCE(s."dueAt" <= now(), false) AS due
+    -- resolveWaitByHand
+    SELECT s."executionId", e."contactId", ws.type::text AS "stepType", ws.config->>'eventName' AS "eventName",
+           COALESCE(s."dueAt" <= now(), false) AS due
       FROM "StepExecution" s
       JOIN "WorkflowExecution" e ON e.id = s."executionId"
       JOIN "WorkflowStep" ws ON ws.id = s."stepId"
@@ -77,7 +105,7 @@ async function resolveIn(tx: DbTx, request: WaitResolutionRequest): Promise<Wait
       targetType: 'execution',
       targetId: wait?.executionId ?? request.stepExecutionId,
       outcome,
-      before: { stepExecutionId: request.stepExecutionId, expectedVersion: request.expectedVersion, outcome: request.outcome },
+      before: beforeOf(request),
       after,
     });
   const refuse = async <R extends Exclude<WaitResolution, { kind: 'resolved' | 'lost' }>>(refusal: R): Promise<R> => {
@@ -91,23 +119,43 @@ async function resolveIn(tx: DbTx, request: WaitResolutionRequest): Promise<Wait
     return refuse({ kind: 'refused', reason: 'NOT_AN_EVENT_WAIT', message: 'A delay waits for time, not for an event: resolve it by TIMEOUT.' });
   }
   let contextPatch: Record<string, unknown> = {};
+  let resolvedBy: WaitResolver = request.outcome === 'TIMEOUT' && wait.due ? 'TIMEOUT' : 'OPERATOR';
+  let branch: 'EVENT' | 'TIMEOUT' = request.outcome;
+  let eventId: string | null = null;
+  let eventNotTaken: EventNotTaken | null = null;
   if (request.eventId) {
     const patch = await readEventContext(tx, request.eventId, { projectId: request.projectId, contactId: wait.contactId });
     if (!patch) return refuse({ kind: 'not-found', message: "No such event of this execution's contact." });
-    contextPatch = patch;
+    const why = await readEventMisfit(tx, { stepExecutionId: request.stepExecutionId, eventId: request.eventId });
+    if (why === null) {
+      resolvedBy = 'EVENT';
+      eventId = request.eventId;
+      contextPatch = patch;
+    } else {
+      eventNotTaken = { eventId: request.eventId, why };
+    }
+  } else if (request.outcome === 'TIMEOUT' && wait.stepType === 'WAIT_FOR_EVENT' && wait.eventName !== null && !request.ignoreInWindowEvents) {
+    // The timer's rule, under the event channel's lock (no event accepted before the look-back is missed).
+    await lockEventChannel(tx, { contactId: wait.contactId, eventName: wait.eventName });
+    const [event] = await readEventsResumingWait(tx, { stepExecutionId: request.stepExecutionId, limit: 1 });
+    if (event) {
+      resolvedBy = 'EVENT';
+      branch = 'EVENT';
+      eventId = event.id;
+      contextPatch = eventContextPatch(event);
+    }
   }
-  const resolvedBy = request.outcome === 'EVENT' ? 'EVENT' : wait.due ? 'TIMEOUT' : 'OPERATOR';
   const result = await resolveWait(createEngineContext(tx, { owner: request.actor }), {
     stepExecutionId: request.stepExecutionId,
     resolvedBy,
-    branch: request.outcome,
-    eventId: request.eventId ?? null,
+    branch,
+    eventId,
     expectedVersion: request.expectedVersion,
     contextPatch,
   });
   if (result.resumed) {
-    await record('APPLIED', { resolvedBy, branch: result.branch, version: result.version });
-    return { kind: 'resolved', executionId: result.executionId, branch: result.branch };
+    await record('APPLIED', { resolvedBy, branch: result.branch, eventId, ...(eventNotTaken ? { eventNotTaken } : {}), version: result.version });
+    return { kind: 'resolved', executionId: result.executionId, branch: result.branch, resolvedBy, eventId, eventNotTaken };
   }
   if (result.reason === 'NOT_WAITING') {
     return refuse({ kind: 'refused', reason: 'NOT_WAITING', message: 'This step is not waiting.', status: result.state?.status ?? null });

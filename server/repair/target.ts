@@ -1,8 +1,9 @@
 import { Prisma, type DbTx } from '../db';
 import { ACTIVE_STATUSES } from '../engine/transitions';
 import type { WorkflowGraph } from '../engine/workflow-graph';
+import { readEventsResumingWait } from '../engine/claims';
 import { loadWorkflowGraph } from '../engine/workflows';
-import type { RepairAction } from './planner';
+import type { RepairAction, RepairChoices } from './planner';
 import { stuckReasonsOf, type StuckItem } from './stuck';
 
 // Loading a repair's target: the execution (with its current step, step row, message and
@@ -36,6 +37,16 @@ export interface MessageSummary {
   createdAt: Date;
 }
 
+/** An event accepted inside the current wait's window and not consumed: the timer would take it. */
+export interface InWindowEvent {
+  id: string;
+  name: string;
+  createdAt: Date;
+}
+
+/** How many in-window events a snapshot lists (the first is the one that resumes the wait). */
+export const IN_WINDOW_EVENTS = 5;
+
 export interface ExecutionSnapshot {
   kind: 'execution';
   id: string;
@@ -51,6 +62,11 @@ export interface ExecutionSnapshot {
   stepRow: StepRowSummary | null;
   message: MessageSummary | null;
   stuck: StuckItem[];
+  /**
+   * A WAIT_FOR_EVENT waiting unresolved: the events that resume it by EVENT now (event
+   * time decides), earliest first, at most a few. The first one wins a FORCE_TIMEOUT.
+   */
+  inWindowEvents: InWindowEvent[];
   /** Another active (RUNNING or WAITING) execution of the same workflow and contact (I1), if any. */
   activeExecutionId: string | null;
 }
@@ -78,6 +94,8 @@ export interface RepairRequest {
   action: RepairAction;
   executionId?: string | null;
   eventId?: string | null;
+  /** What the operator chose beside the action (FORCE_TIMEOUT: ignoreInWindowEvents). */
+  choices?: RepairChoices;
 }
 
 export interface RepairOptions {
@@ -191,6 +209,10 @@ export async function loadExecution(
       ? { id: row.messageId, status: row.messageStatus!, subject: row.messageSubject!, sentAt: row.messageSentAt, createdAt: row.messageCreatedAt! }
       : null,
     stuck: await stuckReasonsOf(db, { projectId, graceSeconds }, executionId),
+    inWindowEvents:
+      row.stepType === 'WAIT_FOR_EVENT' && row.rowId && row.rowStatus === 'WAITING' && !row.resolvedBy
+        ? (await readEventsResumingWait(db, { stepExecutionId: row.rowId, limit: IN_WINDOW_EVENTS })).map(({ id, name, createdAt }) => ({ id, name, createdAt }))
+        : [],
     activeExecutionId: row.activeExecutionId,
   };
 }

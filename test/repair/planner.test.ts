@@ -78,6 +78,7 @@ function snapshot(s: State): ExecutionSnapshot {
       : null,
     message: null,
     stuck: [],
+    inWindowEvents: [],
     activeExecutionId: s.sibling ?? null,
   };
 }

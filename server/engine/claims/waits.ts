@@ -1,7 +1,7 @@
 import { Prisma, type DbTx } from '../../db';
 import type { ResumeEvent } from './completion';
 import { readExecutionState, type ExecutionState, type StepClaim } from './execution';
-import { bumpExecutionsOfResolvedWaits, eventChannelKey, moveTo, notConsumedBy, seconds, secondsFromNow, stepRowClaim } from './fragments';
+import { bumpExecutionsOfResolvedWaits, eventChannelKey, eventResumesWait, moveTo, parkedWaitWindow, seconds, secondsFromNow, stepRowClaim } from './fragments';
 import type { Lost, Won } from './index';
 
 // Wait claims: an event, the timer and an operator compete for the same claim on a
@@ -102,6 +102,67 @@ export async function lockEventChannel(db: DbTx, opts: { contactId: string; even
     SELECT pg_advisory_xact_lock(${eventChannelKey(Prisma.sql`${opts.contactId}::uuid`, Prisma.sql`${opts.eventName}::text`)})::text AS locked`;
 }
 
+/**
+ * The events that would resume this wait by EVENT now (eventResumesWait), earliest first:
+ * what the timer would take at the deadline. An operator's FORCE_TIMEOUT and a
+ * waits.resolve TIMEOUT ask it after lockEventChannel, so no event accepted before the
+ * read is missed. Empty for a DELAY, or a wait no longer parked.
+ */
+export async function readEventsResumingWait(db: DbTx, opts: { stepExecutionId: string; limit: number }): Promise<ResumeEvent[]> {
+  return db.$queryRaw<ResumeEvent[]>`
+    -- readEventsResumingWait
+    SELECT ev.id, ev.name, ev.data, ev."createdAt"
+      FROM "StepExecution" s
+      JOIN "WorkflowExecution" e ON e.id = s."executionId" AND e."currentStepId" = s."stepId"
+      JOIN "WorkflowStep" ws ON ws.id = s."stepId"
+      JOIN "Event" ev ON ev."contactId" = e."contactId" AND ev.name = ws.config->>'eventName'
+     WHERE s.id = ${opts.stepExecutionId}::uuid AND s.status = 'WAITING' AND s."resolvedBy" IS NULL
+       AND ws.type = 'WAIT_FOR_EVENT' AND ${eventResumesWait(parkedWaitWindow)}
+     ORDER BY ev."createdAt", ev.id
+     LIMIT ${opts.limit}::int`;
+}
+
+/** Of these step executions, the unresolved waits an event accepted inside their window would resume by EVENT now. */
+export async function findWaitsWithInWindowEvents(db: DbTx, stepExecutionIds: string[]): Promise<string[]> {
+  if (stepExecutionIds.length === 0) return [];
+  const rows = await db.$queryRaw<{ id: string }[]>`
+    -- findWaitsWithInWindowEvents
+    SELECT s.id
+      FROM "StepExecution" s
+      JOIN "WorkflowExecution" e ON e.id = s."executionId" AND e."currentStepId" = s."stepId"
+      JOIN "WorkflowStep" ws ON ws.id = s."stepId"
+     WHERE s.id = ANY(${stepExecutionIds}::uuid[]) AND s.status = 'WAITING' AND s."resolvedBy" IS NULL
+       AND ws.type = 'WAIT_FOR_EVENT'
+       AND EXISTS (SELECT 1 FROM "Event" ev WHERE ${eventResumesWait(parkedWaitWindow)})`;
+  return rows.map((r) => r.id);
+}
+
+/** Why an event does not resume a wait (eventResumesWait), in the order they are checked. */
+export type EventMisfit = 'NOT_AN_EVENT_WAIT' | 'OTHER_NAME' | 'BEFORE_WAIT' | 'AFTER_DEADLINE' | 'CONSUMED';
+
+/**
+ * Does this event (of the wait's contact) resume this wait by EVENT? Null when it does;
+ * else the first reason it does not. The answer is eventResumesWait's; the reason is
+ * only its explanation.
+ */
+export async function readEventMisfit(db: DbTx, opts: { stepExecutionId: string; eventId: string }): Promise<EventMisfit | null> {
+  const [row] = await db.$queryRaw<{ misfit: EventMisfit | null }[]>`
+    -- readEventMisfit
+    SELECT CASE WHEN ws.type = 'WAIT_FOR_EVENT' AND ${eventResumesWait(parkedWaitWindow)} THEN NULL
+                WHEN ws.type <> 'WAIT_FOR_EVENT' THEN 'NOT_AN_EVENT_WAIT'
+                WHEN ev.name IS DISTINCT FROM ws.config->>'eventName' THEN 'OTHER_NAME'
+                WHEN ev."createdAt" < s."startedAt" THEN 'BEFORE_WAIT'
+                WHEN s."dueAt" IS NULL OR ev."createdAt" >= s."dueAt" THEN 'AFTER_DEADLINE'
+                ELSE 'CONSUMED' END AS misfit
+      FROM "StepExecution" s
+      JOIN "WorkflowExecution" e ON e.id = s."executionId"
+      JOIN "WorkflowStep" ws ON ws.id = s."stepId"
+      JOIN "Event" ev ON ev.id = ${opts.eventId}::uuid
+     WHERE s.id = ${opts.stepExecutionId}::uuid`;
+  if (!row) throw new Error(`readEventMisfit: no step execution ${opts.stepExecutionId} or event ${opts.eventId}`);
+  return row.misfit;
+}
+
 export interface EventWaitClaim extends WaitClaim {
   resumeEventId: string;
 }
@@ -128,8 +189,7 @@ export async function claimWaitsForEvent(
        WHERE e."contactId" = ${event.contactId}::uuid AND e."projectId" = ${event.projectId}::uuid
          AND e.status = 'WAITING' AND s.status = 'WAITING' AND s."resolvedBy" IS NULL
          AND ws.type = 'WAIT_FOR_EVENT' AND ws.config->>'eventName' = ${event.name}
-         AND s."startedAt" <= ev."createdAt" AND ev."createdAt" < s."dueAt"
-         AND ${notConsumedBy(Prisma.sql`e.id`)}
+         AND ${eventResumesWait(parkedWaitWindow)}
     ), locked AS (
       SELECT e.id, e.status, e."currentStepId" FROM "WorkflowExecution" e
        WHERE e.id IN (SELECT "executionId" FROM candidate)
@@ -202,10 +262,7 @@ export async function claimDueWaits(db: DbTx, opts: { stepExecutionIds: string[]
         JOIN "WorkflowExecution" e ON e.id = s."executionId" AND e."currentStepId" = s."stepId"
         LEFT JOIN LATERAL (
           SELECT ev.id FROM "Event" ev
-           WHERE ws.type = 'WAIT_FOR_EVENT' AND ev."contactId" = e."contactId" AND ev."projectId" = e."projectId"
-             AND ev.name = ws.config->>'eventName'
-             AND ev."createdAt" >= s."startedAt" AND ev."createdAt" < s."dueAt"
-             AND ${notConsumedBy(Prisma.sql`e.id`)}
+           WHERE ws.type = 'WAIT_FOR_EVENT' AND ${eventResumesWait(parkedWaitWindow)}
            ORDER BY ev."createdAt", ev.id
            LIMIT 1) m ON true
        WHERE s.id = ANY(${opts.stepExecutionIds}::uuid[]) AND s.status = 'WAITING' AND s."resolvedBy" IS NULL

@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import type { Db } from '../../db';
 import { executionIdsMatching } from '../../read/executions';
 import { BULK_MAX, type BulkFilter } from '../../repair/bulk';
+import { choicesOf } from '../../repair/apply-one';
 import { runManyAudited } from '../../repair/bulk-run';
 import { executionFilterOf } from '../execution-filter';
 import { requireWorkflow, stuckScope } from '../scope';
@@ -52,7 +53,7 @@ export async function* applyManyLive(ctx: { db: Db; actor: Actor }, input: z.inf
   let seq = 0;
   for await (const progress of runManyAudited(
     ctx.db,
-    { projectId: ctx.actor.projectId, actor: ctx.actor.id, action: input.action, reason: input.reason, filter, selection: input.filter, signal },
+    { projectId: ctx.actor.projectId, actor: ctx.actor.id, action: input.action, reason: input.reason, choices: choicesOf(input), filter, selection: input.filter, signal },
     stuckScope(ctx.actor.projectId),
   )) {
     yield tracked(String(++seq), progress);

@@ -36,6 +36,18 @@ function requireTarget(
   }
 }
 
+/**
+ * FORCE_TIMEOUT: time the wait out even though an event accepted inside its window would
+ * resume it by EVENT (the timer's rule, which FORCE_TIMEOUT otherwise follows). Audited.
+ */
+const ignoreInWindowEvents = z.boolean().optional();
+
+function choicesFit(input: { action: string; ignoreInWindowEvents?: boolean | undefined }, ctx: z.RefinementCtx) {
+  if (input.ignoreInWindowEvents !== undefined && input.action !== 'FORCE_TIMEOUT') {
+    ctx.addIssue({ code: 'custom', message: 'ignoreInWindowEvents goes with FORCE_TIMEOUT only', path: ['ignoreInWindowEvents'] });
+  }
+}
+
 /** One repair (preview, apply): an execution's or event's action, or a message repair. */
 const oneAction = z.enum([...REPAIR_ACTIONS, ...MESSAGE_REPAIR_ACTIONS]);
 /** Why the operator is doing this, for the audit log: mandatory. */
@@ -48,8 +60,10 @@ export const previewInput = z
     messageId: id.optional(),
     /** REDRIVE_EVENT: the event; DELIVER_EVENT: optionally, the event to deliver. */
     eventId: id.optional(),
+    ignoreInWindowEvents,
   })
-  .superRefine(requireTarget);
+  .superRefine(requireTarget)
+  .superRefine(choicesFit);
 
 export const applyInput = z
   .object({
@@ -65,8 +79,10 @@ export const applyInput = z
     expectedStepExecutionId: id.nullable().optional(),
     reason,
     eventId: id.optional(),
+    ignoreInWindowEvents,
   })
-  .superRefine(requireTarget);
+  .superRefine(requireTarget)
+  .superRefine(choicesFit);
 
 /** A stuck group's error pattern (stuckGroups' errorPattern), as long as it can be. */
 const errorPattern = z.string().max(300);
@@ -101,6 +117,7 @@ const bulkFields = {
   /** A MESSAGE_* group takes MARK_SENT, RESEND or GIVE_UP (each email); any other selection an execution's or event's action. */
   action: oneAction,
   reason,
+  ignoreInWindowEvents,
 };
 
 function bulkActionFits(input: { filter: { reason?: string | undefined }; action: string }, ctx: z.RefinementCtx) {
@@ -119,7 +136,8 @@ export const applyManyInput = z
     /** Count what the filter selects and change nothing. */
     dryRun: z.boolean().default(false),
   })
-  .superRefine(bulkActionFits);
+  .superRefine(bulkActionFits)
+  .superRefine(choicesFit);
 
 /** repair.applyManyLive: the same selection and action, streamed row by row. */
 export const applyManyLiveInput = z
@@ -128,7 +146,8 @@ export const applyManyLiveInput = z
     /** Set by the SSE client when it reconnects (tracked events): a run is never restarted by a reconnect. */
     lastEventId: z.string().nullish(),
   })
-  .superRefine(bulkActionFits);
+  .superRefine(bulkActionFits)
+  .superRefine(choicesFit);
 
 /** repair.stuckGroups: every stuck item grouped by cause, optionally of one workflow or reason. */
 export const stuckGroupsInput = z

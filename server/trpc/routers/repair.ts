@@ -1,6 +1,6 @@
 import { TRPCError } from '@trpc/server';
 import { previewRepair, repairOptionsFor } from '../../repair/actions';
-import { applyOneRepair, repairRequestOf, type ApplyOneResult } from '../../repair/apply-one';
+import { applyOneRepair, choicesOf, repairRequestOf, type ApplyOneResult } from '../../repair/apply-one';
 import { applyManyAudited } from '../../repair/bulk-run';
 import { isMessageRepairAction, messageRepairOptionsFor, previewMessageRepair } from '../../repair/messages';
 import { RepairNotFound } from '../../repair/target';
@@ -142,7 +142,17 @@ export const repairRouter = router({
     const filter = await bulkFilterOf(ctx, input.filter);
     return applyManyAudited(
       ctx.db,
-      { projectId: ctx.actor.projectId, actor: ctx.actor.id, action: input.action, reason: input.reason, filter, selection: input.filter, dryRun: input.dryRun, signal },
+      {
+        projectId: ctx.actor.projectId,
+        actor: ctx.actor.id,
+        action: input.action,
+        reason: input.reason,
+        choices: choicesOf(input),
+        filter,
+        selection: input.filter,
+        dryRun: input.dryRun,
+        signal,
+      },
       stuckScope(ctx.actor.projectId),
     );
   }),

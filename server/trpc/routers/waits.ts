@@ -5,8 +5,11 @@ import { resolveWaitInput } from './waits.schema';
 
 export const waitsRouter = router({
   /**
-   * Resolve a wait by EVENT or TIMEOUT through the engine's one wait claim (I4); a TIMEOUT
-   * before the wait is due is recorded as resolved by OPERATOR. MARKETER and up, like
+   * Resolve a wait by EVENT or TIMEOUT through the engine's one wait claim (I4). Event time
+   * decides: EVENT is recorded as the event's only with an eventId the wait would take
+   * (its name, accepted inside [startedAt, dueAt), not consumed), else as OPERATOR; a
+   * TIMEOUT takes an event accepted inside the window as the timer would (unless
+   * ignoreInWindowEvents), and before the wait is due is recorded as OPERATOR. MARKETER and up, like
    * tracking the events that resolve waits (docs/api.md lists it with enrollment and events);
    * the audit entry names who forced what.
    */
@@ -14,7 +17,16 @@ export const waitsRouter = router({
     const answer = await resolveWaitByHand(ctx.db, { ...input, projectId: ctx.actor.projectId, actor: ctx.actor.id });
     switch (answer.kind) {
       case 'resolved':
-        return { executionId: answer.executionId, branch: answer.branch };
+        return {
+          executionId: answer.executionId,
+          branch: answer.branch,
+          /** EVENT only with an event the wait takes (its name, accepted inside its window, not consumed); else OPERATOR (or TIMEOUT, when due). */
+          resolvedBy: answer.resolvedBy,
+          /** The event that resolved the wait, whose data later CONDITION steps read as context.lastEvent. */
+          eventId: answer.eventId,
+          /** The eventId given that the wait would not take, and why: the branch was forced by the caller, without its data. */
+          eventNotTaken: answer.eventNotTaken,
+        };
       case 'not-found':
         throw new TRPCError({ code: 'NOT_FOUND', message: answer.message });
       case 'refused':
