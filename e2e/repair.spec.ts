@@ -387,3 +387,72 @@ test('DELIVER_EVENT offers the contact’s recent matching events and resumes th
   expect(errors).toEqual([]);
   await page.context().close();
 });
+
+test('FORCE_TIMEOUT over a purchase accepted inside the window: the preview names it and takes EVENT, as the timer would; "time out anyway" is a choice', async ({ browser }) => {
+  const marketer = await signedIn(browser, DEMO.MARKETER);
+  const workflows = await trpcQuery<{ id: string; name: string }[]>(marketer.request, 'workflows.list', undefined);
+  const winBack = workflows.find((w) => w.name === 'Win-back campaign')!;
+  const { executionId } = await trpcMutation<{ executionId: string }>(marketer.request, 'enrollments.enroll', { workflowId: winBack.id, email: 'repair-in-window@e2e.test' });
+  await expect
+    .poll(async () => (await trpcQuery<{ status: string }>(marketer.request, 'executions.get', { id: executionId })).status, { timeout: 30_000 })
+    .toBe('WAITING');
+  await marketer.context().close();
+
+  // The timer is overdue, and a purchase accepted before the deadline was never dispatched
+  // (its dispatch is late: due in an hour), as in a dispatcher outage.
+  await workers.pause();
+  await makeWaitOverdue(db, executionId);
+  const { rows } = await db.query<{ id: string }>(
+    `INSERT INTO "Event" (id, "projectId", "contactId", name, data, "createdAt", "nextDispatchAt")
+     SELECT gen_random_uuid(), e."projectId", e."contactId", 'purchase', '{"total": 99}'::jsonb, now() - interval '15 minutes', now() + interval '1 hour'
+       FROM "WorkflowExecution" e WHERE e.id = $1
+     RETURNING id`,
+    [executionId],
+  );
+  const eventId = rows[0]!.id;
+
+  const page = await signedIn(browser, DEMO.OPERATOR, `/executions/${executionId}`);
+  const errors = watchErrors(page);
+  const panel = page.getByTestId('repair-panel');
+  await expect(panel.getByTestId('repair-action-FORCE_TIMEOUT')).toContainText('"purchase" event accepted');
+  await panel.getByRole('button', { name: 'Force timeout…' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Preview: Force timeout' });
+  const events = dialog.getByTestId('preview-in-window-events');
+  await expect(events).toContainText('purchase');
+  await expect(events).toContainText('resumes the wait by EVENT, as the timer would');
+  await expect(dialog.getByTestId('preview-branch')).toContainText('EVENT');
+  await expect(dialog.getByTestId('preview-branch')).toContainText('Welcome back');
+  await expect(dialog.getByTestId('preview-change')).toContainText('as the timer would');
+  const anyway = dialog.getByTestId('ignore-in-window-events').getByRole('checkbox');
+  await expect(anyway).not.toBeChecked();
+  await dialog.getByLabel(/Reason/).fill('e2e: the timer outage left this wait overdue');
+  await screenshots(page, 'repair-preview-force-timeout-in-window');
+
+  // Timing out anyway previews again: TIMEOUT, the event named as ignored.
+  await anyway.check();
+  await expect(dialog.getByTestId('preview-branch')).toContainText('TIMEOUT');
+  await expect(dialog.getByTestId('preview-branch')).toContainText('Win-back offer');
+  await expect(events).toContainText('ignored: you chose to time out anyway');
+  await expect(dialog.getByTestId('preview-change')).toContainText('ignoring the "purchase" event');
+  await screenshots(page, 'repair-preview-force-timeout-anyway');
+
+  // The operator thinks again: the timer's rule, and the purchase wins.
+  await anyway.uncheck();
+  await expect(dialog.getByTestId('preview-branch')).toContainText('EVENT');
+  await dialog.getByRole('button', { name: 'Apply force timeout' }).click();
+  await expect(page.getByTestId('repair-applied')).toContainText('Applied force timeout');
+  const wait = page.getByTestId('timeline').getByTestId('timeline-entry').filter({ hasText: 'Wait for a purchase' });
+  await expect(wait.getByTestId('resolution')).toContainText('Resolved by EVENT');
+  await expect(wait.getByTestId('resolution')).toContainText('took the EVENT branch');
+  workers.resume();
+  await expect(page.getByTestId('timeline').getByTestId('timeline-entry').filter({ hasText: 'Welcome back' })).toContainText('SENT', { timeout: 30_000 });
+  const { rows: resolved } = await db.query<{ resolvedBy: string; resumeEventId: string }>(
+    `SELECT s."resolvedBy"::text AS "resolvedBy", s."resumeEventId" FROM "StepExecution" s JOIN "WorkflowStep" ws ON ws.id = s."stepId" WHERE s."executionId" = $1 AND ws.key = 'purchase'`,
+    [executionId],
+  );
+  expect(resolved).toEqual([{ resolvedBy: 'EVENT', resumeEventId: eventId }]);
+  const { rows: offers } = await db.query(`SELECT 1 FROM "Message" WHERE "executionId" = $1 AND subject LIKE 'We miss you%'`, [executionId]);
+  expect(offers).toEqual([]);
+  expect(errors).toEqual([]);
+  await page.context().close();
+});

@@ -22,7 +22,7 @@ type BulkItem = RouterOutputs['repair']['applyMany']['items'][number];
 
 type Stage =
   | { kind: 'choose' }
-  | { kind: 'confirm'; action: BulkActionName; matched: number }
+  | { kind: 'confirm'; action: BulkActionName; matched: number; inWindowEvents: number }
   | { kind: 'running'; action: BulkActionName; total: number | null }
   | { kind: 'done'; action: BulkActionName; total: number; interrupted: boolean; why: string | null };
 
@@ -89,6 +89,8 @@ export function BulkRepair({
   const actions = offered ?? (reason ? actionsFor(reason, stepType) : []);
   const [action, setAction] = useState<BulkActionName>(actions[0]!);
   const [why, setWhy] = useState('');
+  // FORCE_TIMEOUT past events accepted inside the waits' windows: off unless the operator says so.
+  const [ignoreEvents, setIgnoreEvents] = useState(false);
   const [stage, setStage] = useState<Stage>({ kind: 'choose' });
   const [items, setItems] = useState<BulkItem[]>([]);
   const subscription = useRef<{ unsubscribe: () => void } | null>(null);
@@ -107,7 +109,7 @@ export function BulkRepair({
   const countFirst = () =>
     count.mutate(
       { filter, action, reason: 'dry run: count first', dryRun: true },
-      { onSuccess: (result) => setStage({ kind: 'confirm', action, matched: result.matched }) },
+      { onSuccess: (result) => setStage({ kind: 'confirm', action, matched: result.matched, inWindowEvents: result.inWindowEvents ?? 0 }) },
     );
 
   const start = (chosen: BulkActionName) => {
@@ -120,7 +122,7 @@ export function BulkRepair({
       refresh();
     };
     subscription.current = client.repair.applyManyLive.subscribe(
-      { filter, action: chosen, reason: why.trim() },
+      { filter, action: chosen, reason: why.trim(), ...(chosen === 'FORCE_TIMEOUT' && ignoreEvents ? { ignoreInWindowEvents: true } : {}) },
       {
         onData: ({ data }) => {
           if (data.type === 'selected') setStage((s) => (s.kind === 'running' ? { ...s, total: data.total } : s));
@@ -205,6 +207,27 @@ export function BulkRepair({
               <strong className="tabular-nums">{subjectOf(reason, stage.matched)}</strong> as they are now: {ACTION_MEANS[stage.action]}. Each row is
               repaired only if it has not changed since it was selected.
             </p>
+            {stage.action === 'FORCE_TIMEOUT' && stage.inWindowEvents > 0 && (
+              <div data-testid="bulk-in-window-events" className="space-y-1.5 rounded bg-violet-50 px-3 py-2 ring-1 ring-violet-200">
+                <p>
+                  <strong className="tabular-nums">{stage.inWindowEvents.toLocaleString()}</strong> of them {stage.inWindowEvents === 1 ? 'has' : 'have'} an event accepted inside
+                  the wait’s window that was never delivered.{' '}
+                  {ignoreEvents ? (
+                    <>The timer would take their EVENT branch; you chose to time them out anyway.</>
+                  ) : (
+                    <>
+                      {stage.inWindowEvents === 1 ? 'It takes' : 'They take'} the <strong>EVENT</strong> branch, as the timer would.
+                    </>
+                  )}
+                </p>
+                <label className="flex items-start gap-2 text-amber-900">
+                  <input type="checkbox" className="mt-0.5" checked={ignoreEvents} onChange={(e) => setIgnoreEvents(e.target.checked)} />
+                  <span>
+                    <span className="font-medium">Time out anyway</span>: ignore those events and take every TIMEOUT branch. The audit log records that you chose to.
+                  </span>
+                </label>
+              </div>
+            )}
             {stage.matched === 0 ? (
               <p className="text-zinc-600">Nothing to repair: the group is empty now.</p>
             ) : (

@@ -1,6 +1,6 @@
 'use client';
 
-import { useMutation, useQuery } from '@tanstack/react-query';
+import { keepPreviousData, useMutation, useQuery } from '@tanstack/react-query';
 import { useEffect, useId, useRef, useState } from 'react';
 import { useTRPC } from '../_trpc/client';
 import type { RouterInputs, RouterOutputs } from '@/app/_trpc/types';
@@ -25,7 +25,7 @@ const REASON_MAX = 500;
 /** Each action's name and, in a line, what it does in any state that allows it. */
 export const REPAIR_ACTION_TEXT: Record<RepairTarget['action'], { label: string; does: string }> = {
   RESUME_CONTINUATION: { label: 'Resume continuation', does: 'move past a wait that was resolved but never advanced' },
-  FORCE_TIMEOUT: { label: 'Force timeout', does: 'resolve the wait as timed out and take its TIMEOUT branch' },
+  FORCE_TIMEOUT: { label: 'Force timeout', does: 'resolve the wait as the timer would: an event accepted in its window takes EVENT, else TIMEOUT' },
   DELIVER_EVENT: { label: 'Deliver event', does: 'resolve the wait as if its event arrived and take its EVENT branch' },
   RETRY_STEP: { label: 'Retry step', does: 'run the current step again as a new attempt' },
   SKIP_STEP: { label: 'Skip step', does: 'mark the current step skipped and move to the next one' },
@@ -57,11 +57,16 @@ export function RepairDialog({
   const titleId = useId();
   const reasonId = useId();
   const [reason, setReason] = useState('');
+  // FORCE_TIMEOUT past an event accepted inside the wait's window: off unless the operator says so.
+  const [ignoreEvents, setIgnoreEvents] = useState(false);
+  const choices = target.action === 'FORCE_TIMEOUT' && ignoreEvents ? { ignoreInWindowEvents: true } : {};
   const text = REPAIR_ACTION_TEXT[target.action];
 
-  // Never refreshed by itself: what the operator reads is what apply sends.
+  // Never refreshed by itself: what the operator reads is what apply sends (a choice
+  // below previews again, with it).
   const preview = useQuery({
-    ...trpc.repair.preview.queryOptions(target),
+    ...trpc.repair.preview.queryOptions({ ...target, ...choices }),
+    placeholderData: keepPreviousData,
     staleTime: Infinity,
     gcTime: 0,
     refetchOnWindowFocus: false,
@@ -100,6 +105,7 @@ export function RepairDialog({
         executionId: p.target.id,
         expectedStepExecutionId: 'expectedStepExecutionId' in p ? p.expectedStepExecutionId : null,
         ...(target.eventId ? { eventId: target.eventId } : {}),
+        ...choices,
       });
     }
   }
@@ -145,6 +151,22 @@ export function RepairDialog({
           {p && <PreviewBody preview={p} refetching={preview.isFetching} stale={!!error} />}
 
           {p && !p.plan.allowed && !settled && <Refusal text={p.plan.refusal ?? 'the current state does not allow it'} activeId={'conflict' in p.plan ? p.plan.conflict?.executionId : undefined} />}
+
+          {p && p.target.kind === 'execution' && target.action === 'FORCE_TIMEOUT' && p.target.inWindowEvents.length > 0 && !settled && (
+            <label className="flex items-start gap-2 rounded bg-amber-50 px-3 py-2 ring-1 ring-amber-200" data-testid="ignore-in-window-events">
+              <input
+                type="checkbox"
+                className="mt-0.5"
+                checked={ignoreEvents}
+                onChange={(e) => setIgnoreEvents(e.target.checked)}
+                disabled={preview.isFetching || apply.isPending}
+              />
+              <span>
+                <span className="font-medium">Time out anyway</span>: ignore the event accepted inside the wait’s window and take the TIMEOUT branch. The
+                timer would not; the audit log records that you chose to.
+              </span>
+            </label>
+          )}
 
           {p && p.plan.allowed && !settled && (
             <div>

@@ -63,6 +63,27 @@ export function PreviewBody({ preview: p, refetching, stale }: { preview: Previe
           of step “{t.stepName}”{t.error ? <span className="text-red-700"> · last error: {t.error}</span> : null}
         </Row>
       )}
+      {t.kind === 'execution' && p.action === 'FORCE_TIMEOUT' && t.inWindowEvents.length > 0 && (
+        <Row label="Events in its window" testId="preview-in-window-events">
+          <ul className="space-y-0.5">
+            {t.inWindowEvents.map((e, i) => (
+              <li key={e.id} className="flex flex-wrap items-baseline gap-2">
+                <code className="font-mono text-xs">{e.name}</code>
+                <code className="font-mono text-[11px] text-zinc-500" title={e.id}>
+                  {shortId(e.id)}
+                </code>
+                <span className="text-zinc-600">accepted {absoluteTime(e.createdAt)}</span>
+                {i === 0 && 'resumeEvent' in plan && (
+                  <span className={plan.resumeEvent ? 'font-medium text-violet-800' : 'text-amber-800'}>
+                    {plan.resumeEvent ? 'resumes the wait by EVENT, as the timer would' : 'ignored: you chose to time out anyway'}
+                  </span>
+                )}
+              </li>
+            ))}
+          </ul>
+          <p className="text-xs text-zinc-500">Accepted before the deadline and not yet delivered (its dispatch is late, pending or dead-lettered).</p>
+        </Row>
+      )}
       <Row label="Will change" testId="preview-change">
         <span className={plan.allowed ? 'font-medium' : 'text-zinc-500'}>{plan.allowed ? first(plan.change) : 'Nothing: this action is not allowed now'}</span>
       </Row>

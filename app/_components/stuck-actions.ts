@@ -16,7 +16,7 @@ export type BulkActionName =
   | 'GIVE_UP';
 
 export const ACTION_MEANS: Record<BulkActionName, string> = {
-  FORCE_TIMEOUT: 'resolve each wait as timed out (by an operator) and take its TIMEOUT branch',
+  FORCE_TIMEOUT: 'resolve each wait as the timer would: an event accepted inside its window takes the EVENT branch, any other wait its TIMEOUT branch (by an operator)',
   RESUME_CONTINUATION: 'move each past its resolved wait, along the branch it took',
   RETRY_STEP: 'run the step again as a new attempt; an email already queued for it is not sent again',
   SKIP_STEP: 'mark the step skipped and move on to the next one',
