@@ -3,11 +3,9 @@ import { headers } from 'next/headers';
 import { redirect } from 'next/navigation';
 import type { ReactNode } from 'react';
 import Link from 'next/link';
-import { signedInPerson } from '@/server/auth/actor';
-import { countPendingInvitationsFor } from '@/server/auth/invitee';
 import { REQUEST_PATH_HEADER } from '@/server/auth/cookies';
 import { databaseUnavailable } from '@/server/database-unavailable';
-import { db } from '@/server/db';
+import { pendingInvitationCount, signedInPerson, type SignedInPerson } from '@/server/http/server-caller';
 import { DatabaseUnavailableDocument } from './_components/database-unavailable';
 import { SideNav } from './_components/side-nav';
 import { TopBar } from './_components/top-bar';
@@ -43,11 +41,11 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
   // Every other page belongs to a project: without a valid session and a membership
   // there is nothing to show. (proxy.ts already sent visitors without a cookie away;
   // this catches expired sessions and people who belong to no project.)
-  let person: Awaited<ReturnType<typeof signedInPerson>>;
+  let person: SignedInPerson | null;
   let invitations = 0;
   try {
-    person = await signedInPerson(db(), requestHeaders);
-    if (person?.current) invitations = await countPendingInvitationsFor(db(), person.email);
+    person = await signedInPerson();
+    if (person?.current) invitations = await pendingInvitationCount(person.email);
   } catch (error) {
     // A full page load while PostgreSQL is away: a page that says so and reloads, not a 500.
     if (databaseUnavailable(error)) return <DatabaseUnavailableDocument />;

@@ -98,3 +98,26 @@ describe('layering (docs/architecture.md, Layers)', () => {
     ]);
   });
 });
+
+// Pages read through the server caller (server/http/server-caller.ts: the tRPC caller on
+// the very context /api/trpc builds, and the few reads a page needs before it knows who
+// is asking), never the database or the actor lookup themselves: one place decides who is
+// asking, and the procedures decide what they may see.
+it('has no file under app/ that imports server/db or server/auth/actor', () => {
+  const forbidden = (resolved: string) => {
+    const rel = path.relative(ROOT, resolved).split(path.sep).join('/');
+    return rel.startsWith('server/db/') || rel === 'server/auth/actor.ts';
+  };
+  const appFiles = sources(path.join(ROOT, 'app'));
+  expect(appFiles.length).toBeGreaterThan(20);
+  const found: string[] = [];
+  for (const file of appFiles) {
+    for (const { fileName } of ts.preProcessFile(ts.sys.readFile(file)!, true, true).importedFiles) {
+      const resolved = ts.resolveModuleName(fileName, file, config.options, ts.sys).resolvedModule;
+      if (resolved && !resolved.isExternalLibraryImport && forbidden(resolved.resolvedFileName)) {
+        found.push(`${path.relative(ROOT, file)} -> ${path.relative(ROOT, resolved.resolvedFileName)}`);
+      }
+    }
+  }
+  expect(found).toEqual([]);
+});

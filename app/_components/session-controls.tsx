@@ -1,7 +1,7 @@
 'use client';
 
 import { useState } from 'react';
-import type { ProjectMembership } from '@/server/auth/actor';
+import type { ProjectMembership } from '@/server/http/server-caller';
 
 // The top bar's controls that act in the browser: switching project and signing out.
 

@@ -1,4 +1,4 @@
-import type { ProjectMembership, SignedInPerson } from '@/server/auth/actor';
+import type { ProjectMembership, SignedInPerson } from '@/server/http/server-caller';
 import { ProjectSwitcher, SignOutButton } from './session-controls';
 
 /** The console's top bar: the product, then who is signed in, where, and as what. */

@@ -2,21 +2,21 @@ import 'server-only';
 
 import { HydrationBoundary, dehydrate } from '@tanstack/react-query';
 import { createTRPCOptionsProxy } from '@trpc/tanstack-react-query';
-import { headers } from 'next/headers';
 import { cache, type ReactNode } from 'react';
+import { requestContext } from '@/server/http/server-caller';
 import { appRouter } from '@/server/trpc/root';
-import { createContext } from '@/server/trpc/trpc';
 import { makeQueryClient } from './query-client';
 
-// Server Components call procedures in-process (no HTTP hop) through the same router and
-// context as /api/trpc, then hand the results to client components via hydration.
+// Server Components call procedures in-process (no HTTP hop) through the same router as
+// /api/trpc, on the request's one context (server/http/server-caller.ts, which pages also
+// ask who is acting), then hand the results to client components via hydration.
 
 /** One QueryClient per request: `cache` scopes it to the render. */
 export const getQueryClient = cache(makeQueryClient);
 
 export const trpc = createTRPCOptionsProxy({
   router: appRouter,
-  ctx: cache(async () => createContext({ headers: await headers() })),
+  ctx: requestContext,
   queryClient: getQueryClient,
 });
 

@@ -1,7 +1,5 @@
 import type { Metadata } from 'next';
-import { headers } from 'next/headers';
-import { resolveActor } from '@/server/auth/actor';
-import { db } from '@/server/db';
+import { currentActor } from '@/server/http/server-caller';
 import { listContactsInput } from '@/server/trpc/routers/contacts.schema';
 import { InvalidLink, PageHeading } from '../_components/invalid-link';
 import { inputFromSearch, issuesOf, type SearchRecord } from '../_components/search-params';
@@ -16,7 +14,7 @@ export const metadata: Metadata = { title: 'Contacts' };
 export default async function ContactsPage({ searchParams }: { searchParams: Promise<SearchRecord> }) {
   const input = inputFromSearch(await searchParams, CONTACT_SEARCH);
   const parsed = listContactsInput.safeParse(input);
-  const actor = await resolveActor(db(), await headers());
+  const actor = await currentActor();
   if (parsed.success) await getQueryClient().prefetchQuery(trpc.contacts.list.queryOptions(input as ListContactsInput));
   return (
     <HydrateClient>

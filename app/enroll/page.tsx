@@ -1,8 +1,6 @@
 import type { Metadata } from 'next';
-import { headers } from 'next/headers';
 import { z } from 'zod';
-import { resolveActor } from '@/server/auth/actor';
-import { db } from '@/server/db';
+import { currentActor } from '@/server/http/server-caller';
 import { BULK_BYTES_MAX, BULK_ROWS_MAX } from '@/server/engine/enrollment-import/rows';
 import { id } from '@/server/inputs';
 import { InvalidLink, PageHeading } from '../_components/invalid-link';
@@ -20,7 +18,7 @@ const enrollSearch = z.object({ workflow: id.optional() });
 
 export default async function EnrollPage({ searchParams }: { searchParams: Promise<SearchRecord> }) {
   const search = await searchParams;
-  const actor = await resolveActor(db(), await headers());
+  const actor = await currentActor();
   const heading = (
     <PageHeading title="Enroll from CSV">
       Upload a file of contacts, choose which column holds the emails and which become contact data, check the rows, then enroll them into a workflow a

@@ -1,7 +1,5 @@
 import type { Metadata } from 'next';
-import { headers } from 'next/headers';
-import { resolveActor } from '@/server/auth/actor';
-import { db } from '@/server/db';
+import { currentActor } from '@/server/http/server-caller';
 import { listEventsInput } from '@/server/trpc/routers/events.schema';
 import { InvalidLink, PageHeading } from '../_components/invalid-link';
 import { inputFromSearch, issuesOf, type SearchRecord } from '../_components/search-params';
@@ -15,7 +13,7 @@ export const metadata: Metadata = { title: 'Events' };
 export default async function EventsPage({ searchParams }: { searchParams: Promise<SearchRecord> }) {
   const input = inputFromSearch(await searchParams, EVENT_SEARCH);
   const parsed = listEventsInput.safeParse(input);
-  const actor = await resolveActor(db(), await headers());
+  const actor = await currentActor();
   if (parsed.success) await getQueryClient().prefetchQuery(trpc.events.list.queryOptions(input as ListEventsInput));
   return (
     <HydrateClient>

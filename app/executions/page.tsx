@@ -1,7 +1,5 @@
 import type { Metadata } from 'next';
-import { headers } from 'next/headers';
-import { resolveActor } from '@/server/auth/actor';
-import { db } from '@/server/db';
+import { currentActor } from '@/server/http/server-caller';
 import { EVENT_REASONS, STUCK_REASONS } from '@/server/repair/stuck';
 import { listExecutionsInput } from '@/server/trpc/routers/executions.schema';
 import { InvalidLink, PageHeading } from '../_components/invalid-link';
@@ -19,7 +17,7 @@ export const metadata: Metadata = { title: 'Executions' };
  */
 export default async function ExecutionsPage({ searchParams }: { searchParams: Promise<SearchRecord> }) {
   const input = inputFromSearch(await searchParams, EXECUTION_SEARCH);
-  const actor = await resolveActor(db(), await headers());
+  const actor = await currentActor();
   const parsed = listExecutionsInput.safeParse(input);
   const executionReasons = STUCK_REASONS.filter((r) => !EVENT_REASONS.includes(r));
   const queryClient = getQueryClient();

@@ -1,9 +1,7 @@
 import type { Metadata } from 'next';
-import { headers } from 'next/headers';
 import Link from 'next/link';
 import { redirect } from 'next/navigation';
-import { signedInPerson } from '@/server/auth/actor';
-import { db } from '@/server/db';
+import { signedInPerson } from '@/server/http/server-caller';
 import { CardPage } from '../_components/card-page';
 import { SignOutButton } from '../_components/session-controls';
 import { MyInvitations } from './my-invitations';
@@ -14,7 +12,7 @@ export const metadata: Metadata = { title: 'Invitations' };
 
 /** The signed-in person's invitations, whether or not they belong to a project yet. */
 export default async function InvitationsPage() {
-  const person = await signedInPerson(db(), await headers());
+  const person = await signedInPerson();
   if (!person) redirect('/sign-in?next=%2Finvitations');
   return (
     <CardPage wide>

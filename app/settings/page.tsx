@@ -1,7 +1,5 @@
 import type { Metadata } from 'next';
-import { headers } from 'next/headers';
-import { resolveActor } from '@/server/auth/actor';
-import { db } from '@/server/db';
+import { currentActor } from '@/server/http/server-caller';
 import { HydrateClient, getQueryClient, trpc } from '../_trpc/server';
 import { ApiKeysPanel } from './api-keys-panel';
 import { MembersPanel } from './members-panel';
@@ -11,7 +9,7 @@ export const dynamic = 'force-dynamic';
 export const metadata: Metadata = { title: 'Settings' };
 
 export default async function SettingsPage() {
-  const actor = await resolveActor(db(), await headers());
+  const actor = await currentActor();
   // The nav hides this page below OWNER; a typed or shared link still gets a plain answer
   // (and the procedures behind it refuse anyway).
   if (actor?.role !== 'OWNER') {

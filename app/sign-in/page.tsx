@@ -1,8 +1,6 @@
 import type { Metadata } from 'next';
-import { headers } from 'next/headers';
 import { redirect } from 'next/navigation';
-import { signedInPerson } from '@/server/auth/actor';
-import { db } from '@/server/db';
+import { signedInPerson } from '@/server/http/server-caller';
 import { CardPage } from '../_components/card-page';
 import { SignOutButton } from '../_components/session-controls';
 import { MyInvitations } from '../invitations/my-invitations';
@@ -15,7 +13,7 @@ export const metadata: Metadata = { title: 'Sign in' };
 
 export default async function SignInPage({ searchParams }: { searchParams: Promise<{ next?: string | string[] }> }) {
   const destination = destinationAfterSignIn((await searchParams).next);
-  const person = await signedInPerson(db(), await headers());
+  const person = await signedInPerson();
   // Invitation pages need a session, not a project: someone invited before joining anything goes there too.
   if (person?.current || (person && /^\/invitations(\/|$)/.test(destination))) redirect(destination);
 

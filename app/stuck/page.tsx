@@ -1,7 +1,5 @@
 import type { Metadata } from 'next';
-import { headers } from 'next/headers';
-import { resolveActor } from '@/server/auth/actor';
-import { db } from '@/server/db';
+import { currentActor } from '@/server/http/server-caller';
 import { stuckGroupsInput } from '@/server/trpc/routers/repair.schema';
 import { InvalidLink, PageHeading } from '../_components/invalid-link';
 import { inputFromSearch, issuesOf, type SearchRecord } from '../_components/search-params';
@@ -16,7 +14,7 @@ export const metadata: Metadata = { title: 'Stuck' };
 export default async function StuckPage({ searchParams }: { searchParams: Promise<SearchRecord> }) {
   const input = inputFromSearch(await searchParams, STUCK_SEARCH);
   const parsed = stuckGroupsInput.safeParse(input);
-  const actor = await resolveActor(db(), await headers());
+  const actor = await currentActor();
   const queryClient = getQueryClient();
   if (parsed.success) {
     await Promise.all([

@@ -1,8 +1,6 @@
 import type { Metadata } from 'next';
-import { headers } from 'next/headers';
 import Link from 'next/link';
-import { resolveActor } from '@/server/auth/actor';
-import { db } from '@/server/db';
+import { currentActor } from '@/server/http/server-caller';
 import { PageHeading } from '../_components/invalid-link';
 import { HydrateClient, getQueryClient, trpc } from '../_trpc/server';
 import { mayWriteWorkflows } from './_components/roles';
@@ -12,7 +10,7 @@ export const dynamic = 'force-dynamic';
 export const metadata: Metadata = { title: 'Workflows' };
 
 export default async function WorkflowsPage() {
-  const actor = await resolveActor(db(), await headers());
+  const actor = await currentActor();
   const mayWrite = mayWriteWorkflows(actor?.role);
   await getQueryClient().prefetchQuery(trpc.workflows.list.queryOptions());
   return (

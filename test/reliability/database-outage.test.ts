@@ -20,7 +20,7 @@ import { startWebServer, type WebServer } from '../support/web-server';
 // Shown to matter: with the outage check removed from the worker loop (every failed pass
 // logged as "worker pass failed"), 'the worker to notice the outage' timed out. The
 // router's mapping is shown to matter in database-errors.test.ts. Without the outage
-// answer in app/api/auth/[...all]/route.ts, a sign-in was a 500 with an empty body; without
+// answer in server/http/auth-endpoint.ts, a sign-in was a 500 with an empty body; without
 // P2028's "Unable to start a transaction in the given time" counted as an outage, a sign-in
 // during the black hole was a 500 too.
 

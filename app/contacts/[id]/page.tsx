@@ -1,7 +1,5 @@
 import type { Metadata } from 'next';
-import { headers } from 'next/headers';
-import { resolveActor } from '@/server/auth/actor';
-import { db } from '@/server/db';
+import { currentActor } from '@/server/http/server-caller';
 import { getContactInput } from '@/server/trpc/routers/contacts.schema';
 import { Breadcrumb } from '../../_components/breadcrumb';
 import { InvalidLink } from '../../_components/invalid-link';
@@ -16,7 +14,7 @@ export const metadata: Metadata = { title: 'Contact' };
 export default async function ContactPage({ params }: { params: Promise<{ id: string }> }) {
   const { id } = await params;
   const parsed = getContactInput.safeParse({ id });
-  const actor = await resolveActor(db(), await headers());
+  const actor = await currentActor();
   const role = actor?.role ?? 'VIEWER';
   if (parsed.success) {
     // The enrollment form's workflows arrive with the page for those who may enroll.

@@ -1,7 +1,5 @@
 import type { Metadata } from 'next';
-import { headers } from 'next/headers';
-import { resolveActor } from '@/server/auth/actor';
-import { db } from '@/server/db';
+import { currentActor } from '@/server/http/server-caller';
 import { getExecutionInput } from '@/server/trpc/routers/executions.schema';
 import { Breadcrumb } from '../../_components/breadcrumb';
 import { InvalidLink } from '../../_components/invalid-link';
@@ -16,7 +14,7 @@ export const metadata: Metadata = { title: 'Execution' };
 export default async function ExecutionPage({ params }: { params: Promise<{ id: string }> }) {
   const { id } = await params;
   const parsed = getExecutionInput.safeParse({ id });
-  const actor = await resolveActor(db(), await headers());
+  const actor = await currentActor();
   const mayRepair = actor != null && atLeast(actor.role, 'OPERATOR');
   if (parsed.success) {
     // The repair panel's options arrive with the page for those who may repair.

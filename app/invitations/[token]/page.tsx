@@ -1,9 +1,6 @@
 import type { Metadata } from 'next';
-import { headers } from 'next/headers';
 import Link from 'next/link';
-import { signedInPerson } from '@/server/auth/actor';
-import { invitationByToken } from '@/server/auth/invitee';
-import { db } from '@/server/db';
+import { invitationFromLink, signedInPerson } from '@/server/http/server-caller';
 import { CardPage } from '../../_components/card-page';
 import { SignOutButton } from '../../_components/session-controls';
 import { AnswerInvitation, CreateAccountForm } from './invitation-actions';
@@ -21,8 +18,7 @@ const quietButtons = '[&_button]:text-zinc-700 [&_button]:ring-zinc-300 [&_butto
  */
 export default async function InvitationLinkPage({ params }: { params: Promise<{ token: string }> }) {
   const { token } = await params;
-  const requestHeaders = await headers();
-  const [invitation, person] = await Promise.all([invitationByToken(db(), token), signedInPerson(db(), requestHeaders)]);
+  const [invitation, person] = await Promise.all([invitationFromLink(token), signedInPerson()]);
   const here = `/invitations/${encodeURIComponent(token)}`;
 
   if (!invitation || invitation.status !== 'PENDING') {

@@ -1,7 +1,5 @@
 import type { Metadata } from 'next';
-import { headers } from 'next/headers';
-import { resolveActor } from '@/server/auth/actor';
-import { db } from '@/server/db';
+import { currentActor } from '@/server/http/server-caller';
 import { getWorkflowInput } from '@/server/trpc/routers/workflows.schema';
 import { Breadcrumb } from '../../_components/breadcrumb';
 import { InvalidLink } from '../../_components/invalid-link';
@@ -16,7 +14,7 @@ export const metadata: Metadata = { title: 'Workflow' };
 export default async function WorkflowPage({ params }: { params: Promise<{ id: string }> }) {
   const { id } = await params;
   const parsed = getWorkflowInput.safeParse({ id });
-  const actor = await resolveActor(db(), await headers());
+  const actor = await currentActor();
   if (parsed.success) await getQueryClient().prefetchQuery(trpc.workflows.get.queryOptions({ id }));
   return (
     <HydrateClient>

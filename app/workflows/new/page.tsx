@@ -1,8 +1,6 @@
 import type { Metadata } from 'next';
-import { headers } from 'next/headers';
 import Link from 'next/link';
-import { resolveActor } from '@/server/auth/actor';
-import { db } from '@/server/db';
+import { currentActor } from '@/server/http/server-caller';
 import { getWorkflowInput } from '@/server/trpc/routers/workflows.schema';
 import { Breadcrumb } from '../../_components/breadcrumb';
 import { PageHeading } from '../../_components/invalid-link';
@@ -37,7 +35,7 @@ const TEMPLATE = {
 };
 
 export default async function NewWorkflowPage({ searchParams }: { searchParams: Promise<SearchRecord> }) {
-  const actor = await resolveActor(db(), await headers());
+  const actor = await currentActor();
   const search = await searchParams;
   const from = typeof search.from === 'string' ? search.from : undefined;
   let initial: unknown = TEMPLATE;
