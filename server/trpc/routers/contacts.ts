@@ -23,6 +23,7 @@ export const contactsRouter = router({
   upsert: marketerProcedure.input(upsertContactInput).mutation(({ ctx, input }) =>
     inTransaction(ctx.db, async (tx) => {
       const [before] = await tx.$queryRaw<{ id: string; data: unknown }[]>`
+        -- contacts.upsert.existing
         SELECT id, data FROM "Contact" WHERE "projectId" = ${ctx.actor.projectId}::uuid AND lower(email) = lower(${input.email})`;
       const contact = await upsertContact(tx, ctx.actor.projectId, input.email, input.data ?? {});
       await audit(tx, ctx.actor, {
