@@ -119,6 +119,12 @@ describe('every SQL statement is named', () => {
     expect([...byName].filter(([, at]) => at.length > 1)).toEqual([]);
   });
 
+  // A router checks its input and calls the server's read models (server/read/) and
+  // changes (server/engine/, server/repair/); the SQL is theirs, named and tested there.
+  it('no tRPC router sends SQL of its own', () => {
+    expect(all.filter((s) => s.file.startsWith('server/trpc/')).map(where)).toEqual([]);
+  });
+
   it('PENDING_NAMES lists only files that still have statements to name', () => {
     const pending = new Set(statements.filter((s) => !nameOf(s)).map((s) => s.file));
     expect(PENDING_NAMES.filter((file) => !pending.has(file)), 'name them, then drop the file from PENDING_NAMES').toEqual([]);

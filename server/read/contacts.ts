@@ -103,6 +103,17 @@ export async function findContact(db: DbTx, projectId: string, id: string): Prom
   return row ?? null;
 }
 
+/**
+ * The data of the contact with this email (any case), before an upsert merges into it:
+ * the audit entry's `before`. Null for an email the project has no contact for.
+ */
+export async function contactDataByEmail(db: DbTx, projectId: string, email: string): Promise<{ id: string; data: unknown } | null> {
+  const [row] = await db.$queryRaw<{ id: string; data: unknown }[]>`
+    -- contactDataByEmail
+    SELECT id, data FROM "Contact" WHERE "projectId" = ${projectId}::uuid AND lower(email) = lower(${email})`;
+  return row ?? null;
+}
+
 export interface JourneyExecution {
   id: string;
   workflowId: string;
