@@ -91,6 +91,7 @@ const workerArgs = z.object({
 async function findOrCreateProject(db: Db, name: string): Promise<{ id: string; created: boolean }> {
   // ON CONFLICT: two set-up scripts creating the same project at once both end up in it.
   const inserted = await db.$queryRaw<{ id: string }[]>`
+    -- findOrCreateProject
     INSERT INTO "Project" (name) VALUES (${name}) ON CONFLICT (name) DO NOTHING RETURNING id`;
   if (inserted[0]) return { id: inserted[0].id, created: true };
   const project = await db.project.findUniqueOrThrow({ where: { name }, select: { id: true } });

@@ -111,7 +111,8 @@ const STALE_AFTER_MS = 3_600_000;
  * left alone, so a database named some other way is never taken for an old one.
  */
 export async function dropStaleDatabases(client: pg.Client, pattern: RegExp): Promise<void> {
-  const { rows } = await client.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname ~ '^wp_'`);
+  const { rows } = await client.query<{ datname: string }>(`-- dropStaleDatabases
+    SELECT datname FROM pg_database WHERE datname ~ '^wp_'`);
   for (const { datname } of rows) {
     const stamp = pattern.exec(datname)?.[1];
     const createdAt = stamp === undefined ? NaN : parseInt(stamp, 36);

@@ -112,7 +112,7 @@ async function adoptStoredPassword(
       const upgraded = lines.replace(/^((?:host|local)\s.*\s)password(\s*)$/gm, '$1scram-sha-256$2');
       if (upgraded !== lines) {
         writeFileSync(hba, upgraded);
-        await client.query('SELECT pg_reload_conf()');
+        await client.query('-- adoptStoredPassword.reload\nSELECT pg_reload_conf()');
       }
     } finally {
       await client.end();
@@ -285,7 +285,7 @@ export async function ensureDatabase(serverUrl: string, name: string): Promise<s
   const client = new pg.Client({ connectionString: serverUrl });
   await client.connect();
   try {
-    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    const { rowCount } = await client.query('-- ensureDatabase\nSELECT 1 FROM pg_database WHERE datname = $1', [name]);
     if (!rowCount) await client.query(`CREATE DATABASE "${name.replace(/"/g, '""')}"`);
   } finally {
     await client.end();

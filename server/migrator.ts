@@ -113,6 +113,7 @@ interface AppliedRow {
 /** Indexes PostgreSQL will not use because a build was interrupted. */
 export async function invalidIndexes(client: pg.ClientBase): Promise<string[]> {
   const { rows } = await client.query<{ name: string }>(`
+    -- invalidIndexes
     SELECT c.relname AS name
       FROM pg_index i
       JOIN pg_class c ON c.oid = i.indexrelid
@@ -140,10 +141,11 @@ export async function migrate(url: string, options: MigrateOptions = {}): Promis
   await client.connect();
   const result: MigrateResult = { applied: [], skipped: [] };
   try {
-    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    await client.query('-- migrate.lock\nSELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
     await client.query(CREATE_TABLE);
     const { rows } = await client.query<AppliedRow>(
-      `SELECT id, migration_name, checksum, finished_at, rolled_back_at, logs
+      `-- migrate.applied
+        SELECT id, migration_name, checksum, finished_at, rolled_back_at, logs
          FROM "_prisma_migrations" ORDER BY started_at, migration_name`,
     );
 
@@ -171,7 +173,8 @@ export async function migrate(url: string, options: MigrateOptions = {}): Promis
       if (done) {
         const superseded = SUPERSEDED_CHECKSUMS[file.name]?.find((c) => c.checksum === done.checksum);
         if (superseded) {
-          await client.query(`UPDATE "_prisma_migrations" SET checksum = $1 WHERE id = $2`, [file.checksum, done.id]);
+          await client.query(`-- migrate.updateChecksum
+            UPDATE "_prisma_migrations" SET checksum = $1 WHERE id = $2`, [file.checksum, done.id]);
           log(`migration ${file.name}: recorded checksum updated (only a comment changed: ${superseded.change})`);
         } else if (done.checksum !== file.checksum) {
           throw new MigrationError(
@@ -192,7 +195,7 @@ export async function migrate(url: string, options: MigrateOptions = {}): Promis
     if (invalid.length > 0) throw new MigrationError(invalidIndexAdvice(invalid));
     return result;
   } finally {
-    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
+    await client.query('-- migrate.unlock\nSELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
     await client.end();
   }
 }
@@ -200,7 +203,8 @@ export async function migrate(url: string, options: MigrateOptions = {}): Promis
 async function applyOne(client: pg.Client, file: MigrationFile, log: (line: string) => void): Promise<void> {
   const id = randomUUID();
   await client.query(
-    `INSERT INTO "_prisma_migrations" (id, checksum, migration_name, started_at, applied_steps_count)
+    `-- applyOne.start
+      INSERT INTO "_prisma_migrations" (id, checksum, migration_name, started_at, applied_steps_count)
      VALUES ($1, $2, $3, now(), 0)`,
     [id, file.checksum, file.name],
   );
@@ -222,11 +226,13 @@ async function applyOne(client: pg.Client, file: MigrationFile, log: (line: stri
       const invalid = await invalidIndexes(client).catch(() => []);
       if (invalid.length > 0) advice = ` ${invalidIndexAdvice(invalid)}`;
     }
-    await client.query(`UPDATE "_prisma_migrations" SET logs = $2 WHERE id = $1`, [id, message]);
+    await client.query(`-- applyOne.logFailure
+      UPDATE "_prisma_migrations" SET logs = $2 WHERE id = $1`, [id, message]);
     throw new MigrationError(`Migration ${file.name} failed: ${message}${advice}`, file.name);
   }
   await client.query(
-    `UPDATE "_prisma_migrations" SET finished_at = now(), applied_steps_count = 1 WHERE id = $1`,
+    `-- applyOne.finish
+      UPDATE "_prisma_migrations" SET finished_at = now(), applied_steps_count = 1 WHERE id = $1`,
     [id],
   );
 }
@@ -237,7 +243,8 @@ export async function markRolledBack(url: string, name: string): Promise<void> {
   await client.connect();
   try {
     const { rowCount } = await client.query(
-      `UPDATE "_prisma_migrations" SET rolled_back_at = now()
+      `-- markRolledBack
+        UPDATE "_prisma_migrations" SET rolled_back_at = now()
         WHERE migration_name = $1 AND finished_at IS NULL AND rolled_back_at IS NULL`,
       [name],
     );

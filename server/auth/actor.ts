@@ -51,6 +51,7 @@ async function actorOfApiKey(db: Db, authorization: string): Promise<Actor | nul
   // on the row being updated, so of two calls racing past the minute only one writes (the
   // other re-checks the updated row and skips it).
   const [key] = await preparedRaw(db).$queryRaw<{ id: string; name: string; projectId: string; role: Role; revokedAt: Date | null }[]>`
+    -- actorOfApiKey
     WITH k AS (SELECT id, name, "projectId", role::text AS role, "revokedAt" FROM "ApiKey" WHERE "hashedSecret" = ${hashApiKey(match[1]!)}),
     touched AS (
       UPDATE "ApiKey" a SET "lastUsedAt" = now()

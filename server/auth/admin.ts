@@ -173,6 +173,7 @@ export async function addMember(
     // ON CONFLICT: two owners adding the same person at once both get an answer, one
     // ADDED and one ALREADY_MEMBER, instead of a unique-violation 500.
     const inserted = await tx.$queryRaw<{ id: string }[]>`
+      -- addMember.membership
       INSERT INTO "Membership" ("userId", "projectId", role)
       VALUES (${userId}, ${input.projectId}::uuid, ${input.role}::"Role")
       ON CONFLICT ("userId", "projectId") DO NOTHING
@@ -201,6 +202,7 @@ async function createPerson(
   person: { email: string; name: string; passwordHash: string },
 ): Promise<{ userId: string; created: boolean }> {
   const inserted = await tx.$queryRaw<{ id: string }[]>`
+    -- createPerson
     INSERT INTO "User" (name, email, "emailVerified") VALUES (${person.name}, ${person.email}, true)
     ON CONFLICT (email) DO NOTHING
     RETURNING id`;
@@ -249,6 +251,7 @@ export type MemberChangeResult =
  */
 async function lockOwnersAndTarget(tx: DbTx, projectId: string, userId: string): Promise<{ userId: string; role: Role }[]> {
   return tx.$queryRaw<{ userId: string; role: Role }[]>`
+    -- lockOwnersAndTarget
     SELECT "userId", role FROM "Membership"
     WHERE "projectId" = ${projectId}::uuid AND (role = 'OWNER' OR "userId" = ${userId})
     ORDER BY id

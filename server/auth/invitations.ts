@@ -136,6 +136,7 @@ export async function inviteMember(
   return db.$transaction(async (tx) => {
     const audit = { projectId: input.projectId, actor: input.actor, action: 'members.add', targetType: 'invitation' };
     const member = await tx.$queryRaw<{ userId: string; role: Role }[]>`
+      -- inviteMember.existingMember
       SELECT m."userId", m.role FROM "Membership" m JOIN "User" u ON u.id = m."userId"
       WHERE m."projectId" = ${input.projectId}::uuid AND u.email = ${email}`;
     if (member[0]) {

@@ -106,6 +106,7 @@ export async function acceptInvitation(db: Db, input: { id: string; userId: stri
 
 async function acceptInTx(tx: DbTx, input: { id: string; userId: string; email: string }): Promise<InviteeResult> {
   const claimed = await tx.$queryRaw<{ projectId: string; role: Role; joined: boolean }[]>`
+    -- acceptInvitation
     WITH claimed AS (
       UPDATE "Invitation" SET "acceptedAt" = now(), "acceptedBy" = ${input.userId}
       WHERE id = ${input.id}::uuid AND email = ${input.email}
@@ -143,6 +144,7 @@ export async function declineInvitation(db: Db, input: { id: string; userId: str
   const email = normalizeEmail(input.email);
   return db.$transaction(async (tx) => {
     const declined = await tx.$queryRaw<{ projectId: string }[]>`
+      -- declineInvitation
       UPDATE "Invitation" SET "declinedAt" = now()
       WHERE id = ${input.id}::uuid AND email = ${email}
         AND "acceptedAt" IS NULL AND "declinedAt" IS NULL AND "revokedAt" IS NULL AND "expiresAt" > now()
@@ -194,6 +196,7 @@ export async function createAccountFromInvitation(
     }
     // ON CONFLICT: an account made meanwhile (the CLI, another tab) wins; this one is refused.
     const inserted = await tx.$queryRaw<{ id: string }[]>`
+      -- createAccountFromInvitation
       INSERT INTO "User" (name, email, "emailVerified") VALUES (${input.name}, ${row.email}, false)
       ON CONFLICT (email) DO NOTHING
       RETURNING id`;

@@ -20,15 +20,18 @@ const key = (email: string) => email.trim().toLowerCase().slice(0, 320);
 
 export async function beginSignInAttempt(db: Db, email: string): Promise<AttemptGate> {
   return db.$transaction(async (tx) => {
-    await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${`sign-in/${key(email)}`}, 11))`;
+    await tx.$executeRaw`-- beginSignInAttempt.lock
+      SELECT pg_advisory_xact_lock(hashtextextended(${`sign-in/${key(email)}`}, 11))`;
     const [window] = await tx.$queryRaw<{ n: number; oldest: Date | null }[]>`
+      -- beginSignInAttempt.window
       SELECT count(*)::int AS n, min(at) AS oldest FROM "SignInFailure"
        WHERE email = ${key(email)} AND at > now() - make_interval(secs => ${ACCOUNT_WINDOW_SECONDS})`;
     if (window!.n >= ACCOUNT_MAX_FAILURES) {
       const oldest = window!.oldest ?? new Date();
       return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((oldest.getTime() + ACCOUNT_WINDOW_SECONDS * 1000 - Date.now()) / 1000)) };
     }
-    const [attempt] = await tx.$queryRaw<{ id: string }[]>`INSERT INTO "SignInFailure" (email) VALUES (${key(email)}) RETURNING id`;
+    const [attempt] = await tx.$queryRaw<{ id: string }[]>`-- beginSignInAttempt.record
+      INSERT INTO "SignInFailure" (email) VALUES (${key(email)}) RETURNING id`;
     return { allowed: true, attemptId: attempt!.id };
   });
 }
@@ -36,11 +39,14 @@ export async function beginSignInAttempt(db: Db, email: string): Promise<Attempt
 /** The attempt's outcome: a wrong password keeps its row; a success clears the account; anything else drops the row. */
 export async function finishSignInAttempt(db: Db, email: string, attemptId: string, outcome: 'WRONG_PASSWORD' | 'SIGNED_IN' | 'OTHER'): Promise<void> {
   if (outcome === 'SIGNED_IN') {
-    await db.$executeRaw`DELETE FROM "SignInFailure" WHERE email = ${key(email)}`;
+    await db.$executeRaw`-- finishSignInAttempt.signedIn
+      DELETE FROM "SignInFailure" WHERE email = ${key(email)}`;
   } else if (outcome === 'OTHER') {
-    await db.$executeRaw`DELETE FROM "SignInFailure" WHERE id = ${attemptId}::uuid`;
+    await db.$executeRaw`-- finishSignInAttempt.other
+      DELETE FROM "SignInFailure" WHERE id = ${attemptId}::uuid`;
   } else {
     // Now and then, forget this account's failures older than a day.
-    await db.$executeRaw`DELETE FROM "SignInFailure" WHERE email = ${key(email)} AND at < now() - interval '1 day'`;
+    await db.$executeRaw`-- finishSignInAttempt.forgetOld
+      DELETE FROM "SignInFailure" WHERE email = ${key(email)} AND at < now() - interval '1 day'`;
   }
 }

@@ -19,6 +19,7 @@ export async function upsertContact(
   data: Record<string, unknown> = {},
 ): Promise<ContactRow> {
   const rows = await db.$queryRaw<ContactRow[]>`
+    -- upsertContact
     INSERT INTO "Contact" AS c (id, "projectId", email, data, "createdAt", "updatedAt")
     VALUES (gen_random_uuid(), ${projectId}::uuid, ${email.trim()}, ${JSON.stringify(data)}::jsonb, now(), now())
     ON CONFLICT ("projectId", lower(email)) DO UPDATE
@@ -40,6 +41,7 @@ export async function resolveContact(
 ): Promise<string | null | 'none'> {
   if (who.contactId) {
     const [contact] = await db.$queryRaw<{ id: string }[]>`
+      -- resolveContact
       SELECT id FROM "Contact" WHERE id = ${who.contactId}::uuid AND "projectId" = ${projectId}::uuid`;
     return contact?.id ?? null;
   }
@@ -79,6 +81,7 @@ export async function replaceContactData(
 ): Promise<ContactChange> {
   return changeContact(db, projectId, id, expectedUpdatedAt, (before) => {
     return db.$queryRaw<ContactState[]>`
+      -- replaceContactData
       UPDATE "Contact"
          SET data = ${JSON.stringify(data)}::jsonb,
              "updatedAt" = greatest(now(), "updatedAt" + interval '1 millisecond')
@@ -91,6 +94,7 @@ export async function replaceContactData(
 export async function setContactSubscribed(db: DbTx, projectId: string, id: string, subscribed: boolean): Promise<ContactChange> {
   return changeContact(db, projectId, id, null, (before) => {
     return db.$queryRaw<ContactState[]>`
+      -- setContactSubscribed
       UPDATE "Contact"
          SET subscribed = ${subscribed},
              "updatedAt" = CASE WHEN subscribed = ${subscribed} THEN "updatedAt" ELSE greatest(now(), "updatedAt" + interval '1 millisecond') END
@@ -111,6 +115,7 @@ async function changeContact(
   write: (before: ContactState) => Promise<ContactState[]>,
 ): Promise<ContactChange> {
   const [before] = await db.$queryRaw<ContactState[]>`
+    -- changeContact
     SELECT id, email, data, subscribed, "updatedAt"
       FROM "Contact" WHERE id = ${id}::uuid AND "projectId" = ${projectId}::uuid
        FOR UPDATE`;

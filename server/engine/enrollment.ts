@@ -94,6 +94,7 @@ async function findBlocking(
   sourceEventIds: string[],
 ): Promise<Blocking[]> {
   return db.$queryRaw<Blocking[]>`
+    -- findBlocking
     SELECT id, "contactId", "sourceEventId", status IN ('RUNNING', 'WAITING') AS active
       FROM "WorkflowExecution"
      WHERE "workflowId" = ${workflow.id}::uuid
@@ -119,6 +120,7 @@ async function resolveContacts(db: DbTx, projectId: string, rows: EnrollRow[]): 
   const ids = [...new Set(rows.filter((r) => r.contactId).map((r) => r.contactId!))];
   const found = ids.length
     ? await db.$queryRaw<{ id: string }[]>`
+        -- resolveContacts.byId
         SELECT id FROM "Contact" WHERE id = ANY(${ids}::uuid[]) AND "projectId" = ${projectId}::uuid`
     : [];
   const known = new Set(found.map((c) => c.id));
@@ -137,6 +139,7 @@ async function resolveContacts(db: DbTx, projectId: string, rows: EnrollRow[]): 
   const contacts = [...byEmail.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, v]) => v);
   const upserted = contacts.length
     ? await db.$queryRaw<{ id: string; key: string }[]>`
+        -- resolveContacts.upsertByEmail
         INSERT INTO "Contact" AS c (id, "projectId", email, data, "createdAt", "updatedAt")
         SELECT gen_random_uuid(), ${projectId}::uuid, u.email, u.data::jsonb, now(), now()
           FROM unnest(${contacts.map((v) => v.email)}::text[],
@@ -167,6 +170,7 @@ export const ENROLL_INSERT_ATTEMPTS = 3;
 /** The latest execution of each of these contacts in the workflow, finished or not. */
 async function findLatest(db: DbTx, workflowId: string, contactIds: string[]): Promise<{ id: string; contactId: string }[]> {
   return db.$queryRaw<{ id: string; contactId: string }[]>`
+    -- findLatest
     SELECT DISTINCT ON ("contactId") id, "contactId"
       FROM "WorkflowExecution"
      WHERE "workflowId" = ${workflowId}::uuid AND "contactId" = ANY(${contactIds}::uuid[])
@@ -187,6 +191,7 @@ export async function enrollBatch(
   rows: EnrollRow[],
 ): Promise<EnrollResult[]> {
   const [workflow] = await db.$queryRaw<WorkflowForEnrollment[]>`
+    -- enrollBatch.workflow
     SELECT w.id, w.enabled, w."allowReentry",
            (SELECT s.id FROM "WorkflowStep" s WHERE s."workflowId" = w.id AND s.type = 'TRIGGER' LIMIT 1) AS "triggerStepId"
       FROM "Workflow" w

@@ -20,9 +20,11 @@ export async function readEventContext(
 ): Promise<Record<string, unknown> | null> {
   const [event] = of
     ? await db.$queryRaw<{ name: string; data: unknown; createdAt: Date }[]>`
+        -- readEventContext.ofContact
         SELECT name, data, "createdAt" FROM "Event"
          WHERE id = ${eventId}::uuid AND "projectId" = ${of.projectId}::uuid AND "contactId" = ${of.contactId}::uuid`
     : await db.$queryRaw<{ name: string; data: unknown; createdAt: Date }[]>`
+        -- readEventContext
         SELECT name, data, "createdAt" FROM "Event" WHERE id = ${eventId}::uuid`;
   return event ? eventContextPatch(event) : null;
 }

@@ -108,6 +108,7 @@ export async function storeEvent(
   });
   if (eventId) return { ok: true, eventId, duplicate: false };
   const [existing] = await db.$queryRaw<{ id: string }[]>`
+    -- storeEvent.duplicate
     SELECT id FROM "Event" WHERE "projectId" = ${input.projectId}::uuid AND "idempotencyKey" = ${input.idempotencyKey ?? null}`;
   return { ok: true, eventId: existing!.id, duplicate: true };
 }
@@ -160,6 +161,7 @@ async function deliverEvent(ctx: EngineContext, event: EventRow): Promise<Dispat
   if (!event.contactId) return summary;
 
   const workflows = await ctx.db.$queryRaw<{ id: string }[]>`
+    -- deliverEvent.triggeredWorkflows
     SELECT id FROM "Workflow"
      WHERE "projectId" = ${event.projectId}::uuid AND trigger = 'EVENT' AND "triggerEvent" = ${event.name} AND enabled
      ORDER BY "createdAt"`;

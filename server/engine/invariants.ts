@@ -47,6 +47,7 @@ export interface InvariantResult {
 export async function uniqueIndexInPlace(db: DbTx, u: UniqueIndex): Promise<boolean> {
   const quoted = (name: string) => `"${name.replace(/"/g, '""')}"`;
   const [row] = await db.$queryRaw<{ inPlace: boolean }[]>`
+    -- uniqueIndexInPlace
     SELECT EXISTS (
       SELECT 1 FROM pg_index i
        WHERE i.indexrelid = to_regclass(${quoted(u.index)}) AND i.indrelid = to_regclass(${quoted(u.table)})
@@ -110,6 +111,7 @@ export const INVARIANTS: readonly InvariantCheck[] = [
     },
     count: (db, p) =>
       scalar(db.$queryRaw`
+        -- invariantViolations.I1
         SELECT count(*) AS n FROM (
           SELECT 1 FROM "WorkflowExecution"
            WHERE status IN ('RUNNING', 'WAITING') ${inProject(Prisma.sql`"projectId"`, p)}
@@ -122,6 +124,7 @@ export const INVARIANTS: readonly InvariantCheck[] = [
     enforcedBy: { table: 'StepExecution', index: 'StepExecution_executionId_stepId_key', columns: ['executionId', 'stepId'], predicate: null },
     count: (db, p) =>
       scalar(db.$queryRaw`
+        -- invariantViolations.I2
         SELECT count(*) AS n FROM (
           SELECT 1 FROM "StepExecution" s JOIN "WorkflowExecution" e ON e.id = s."executionId"
            WHERE true ${inProject(Prisma.sql`e."projectId"`, p)}
@@ -139,6 +142,7 @@ export const INVARIANTS: readonly InvariantCheck[] = [
     },
     count: (db, p) =>
       scalar(db.$queryRaw`
+        -- invariantViolations.I3
         SELECT count(*) AS n FROM (
           SELECT 1 FROM "WorkflowExecution" WHERE "sourceEventId" IS NOT NULL ${inProject(Prisma.sql`"projectId"`, p)}
            GROUP BY "workflowId", "sourceEventId" HAVING count(*) > 1) v`),
@@ -160,6 +164,7 @@ export const INVARIANTS: readonly InvariantCheck[] = [
     // A row broken in several ways counts once.
     count: (db, p) =>
       scalar(db.$queryRaw`
+        -- invariantViolations.I4
         SELECT count(*) AS n FROM (
           SELECT w.id
             FROM "StepExecution" w
@@ -206,6 +211,7 @@ export const INVARIANTS: readonly InvariantCheck[] = [
     enforcedBy: { table: 'Message', index: 'Message_stepExecutionId_key', columns: ['stepExecutionId'], predicate: null },
     count: (db, p) =>
       scalar(db.$queryRaw`
+        -- invariantViolations.I5
         SELECT count(*) AS n FROM (
           SELECT 1 FROM "Message" WHERE true ${inProject(Prisma.sql`"projectId"`, p)}
            GROUP BY "stepExecutionId" HAVING count(*) > 1) v`),
@@ -217,6 +223,7 @@ export const INVARIANTS: readonly InvariantCheck[] = [
       'step executions still RUNNING or WAITING although their execution has moved on (a stale writer won)',
     count: (db, p) =>
       scalar(db.$queryRaw`
+        -- invariantViolations.I6
         SELECT count(*) AS n
           FROM "StepExecution" s
           JOIN "WorkflowExecution" e ON e.id = s."executionId" ${inProject(Prisma.sql`e."projectId"`, p)}
@@ -234,6 +241,7 @@ export const INVARIANTS: readonly InvariantCheck[] = [
     // an email left SENDING past its lease (MESSAGE_UNCONFIRMED) or FAILED (MESSAGE_FAILED).
     count: (db, p) =>
       scalar(db.$queryRaw`
+        -- invariantViolations.I7
         SELECT
           (SELECT count(*) FROM "WorkflowExecution" e
             WHERE ((e.status = 'RUNNING' AND e."readyAt" IS NULL)
@@ -264,6 +272,7 @@ export const INVARIANTS: readonly InvariantCheck[] = [
     // repairs on the message), never to just any entry on the execution.
     count: (db, p) =>
       scalar(db.$queryRaw`
+        -- invariantViolations.I8
         SELECT
           (SELECT count(*) FROM "WorkflowExecution" e
             WHERE e.status = 'CANCELLED' ${inProject(Prisma.sql`e."projectId"`, p)}

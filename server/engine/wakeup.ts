@@ -12,7 +12,8 @@ import { processSingleton } from '../process-registry';
 export const WAKEUP_CHANNEL = 'waypost_work';
 
 export async function notifyWorkers(db: DbTx): Promise<void> {
-  await db.$executeRaw`SELECT pg_notify(${WAKEUP_CHANNEL}, '')`;
+  await db.$executeRaw`-- notifyWorkers
+    SELECT pg_notify(${WAKEUP_CHANNEL}, '')`;
 }
 
 /**

@@ -113,6 +113,7 @@ export type SetWorkflowEnabledResult = { ok: true; id: string; enabled: boolean 
 export function setWorkflowEnabled(db: Db, by: Acting, workflowId: string, enabled: boolean): Promise<SetWorkflowEnabledResult> {
   return inEngineTransaction(db, async (tx): Promise<SetWorkflowEnabledResult> => {
     const [row] = await tx.$queryRaw<{ id: string; enabled: boolean }[]>`
+      -- setWorkflowEnabled
       SELECT id, enabled FROM "Workflow"
        WHERE id = ${workflowId}::uuid AND "projectId" = ${by.projectId}::uuid
        FOR UPDATE`;

@@ -58,6 +58,7 @@ export function auditListQuery(f: AuditFilter): Prisma.Sql {
   const keyset = keysetClause(Prisma.sql`at`, Prisma.sql`id`, directionOf(f));
   if (keyset.where) conditions.push(keyset.where);
   return Prisma.sql`
+    -- listAudit
     SELECT id, actor, action, "targetType", "targetId", reason, before, after, outcome::text AS outcome, at
       FROM "AuditEntry"
      WHERE ${Prisma.join(conditions, ' AND ')}

@@ -28,6 +28,7 @@ export interface ProjectCounts {
 /** The execution counting query (exported for its EXPLAIN test): one pass over the project's executions. */
 export function executionCountsQuery(projectId: string): Prisma.Sql {
   return Prisma.sql`
+    -- executionCounts
     SELECT "workflowId", status::text AS status,
            CASE WHEN status IN ('RUNNING', 'WAITING') THEN "currentStepId" END AS "stepId", count(*)::int AS n
       FROM "WorkflowExecution"

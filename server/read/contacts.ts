@@ -65,6 +65,7 @@ export function contactListQuery(f: ContactFilter): Prisma.Sql {
   const keyset = keysetClause(Prisma.sql`c."createdAt"`, Prisma.sql`c.id`, directionOf(f));
   if (keyset.where) conditions.push(keyset.where);
   return Prisma.sql`
+    -- listContacts
     SELECT c.id, c.email, c.data, c.subscribed, c."createdAt", c."updatedAt",
            (SELECT count(*)::int FROM "WorkflowExecution" e WHERE e."contactId" = c.id) AS "executionCount",
            (SELECT count(*)::int FROM "WorkflowExecution" e WHERE e."contactId" = c.id AND e.status IN ('RUNNING', 'WAITING')) AS "activeCount"
@@ -96,8 +97,20 @@ export interface ContactRecord {
 
 export async function findContact(db: DbTx, projectId: string, id: string): Promise<ContactRecord | null> {
   const [row] = await db.$queryRaw<ContactRecord[]>`
+    -- findContact
     SELECT id, email, data, subscribed, "createdAt", "updatedAt"
       FROM "Contact" WHERE id = ${id}::uuid AND "projectId" = ${projectId}::uuid`;
+  return row ?? null;
+}
+
+/**
+ * The data of the contact with this email (any case), before an upsert merges into it:
+ * the audit entry's `before`. Null for an email the project has no contact for.
+ */
+export async function contactDataByEmail(db: DbTx, projectId: string, email: string): Promise<{ id: string; data: unknown } | null> {
+  const [row] = await db.$queryRaw<{ id: string; data: unknown }[]>`
+    -- contactDataByEmail
+    SELECT id, data FROM "Contact" WHERE "projectId" = ${projectId}::uuid AND lower(email) = lower(${email})`;
   return row ?? null;
 }
 
@@ -120,6 +133,7 @@ export interface JourneyExecution {
 /** The contact's executions, newest first: a range of (contactId, startedAt DESC, id DESC). */
 export function contactExecutionsQuery(projectId: string, contactId: string, limit = JOURNEY_LIMIT): Prisma.Sql {
   return Prisma.sql`
+    -- contactJourney.executions
     SELECT e.id, e."workflowId", w.name AS "workflowName", e.status::text AS status, e.version,
            ws.key AS "stepKey", ws.name AS "stepName", ws.type::text AS "stepType",
            e."startedAt", e."updatedAt", e."finishedAt", e."exitReason", e."lastError"
@@ -146,6 +160,7 @@ export interface JourneyEvent {
 /** The events tracked for the contact, newest first: a backward range of (contactId, createdAt). */
 export function contactEventsQuery(projectId: string, contactId: string, limit = JOURNEY_LIMIT): Prisma.Sql {
   return Prisma.sql`
+    -- contactJourney.events
     SELECT ev.id, ev.name, ev.data, ev."createdAt", ev."processedAt", ev."deadAt", ev."dispatchAttempts", ev."lastError",
            CASE WHEN ev."processedAt" IS NOT NULL THEN 'processed'
                 WHEN ev."deadAt" IS NOT NULL THEN 'dead'
@@ -177,6 +192,7 @@ export interface JourneyMessage {
  */
 export function contactMessagesQuery(projectId: string, contactId: string, limit = JOURNEY_LIMIT): Prisma.Sql {
   return Prisma.sql`
+    -- contactJourney.messages
     SELECT m.id, m."executionId", w.name AS "workflowName", m."to", m.subject, m.status::text AS status, m.error,
            m."createdAt", m."sentAt"
       FROM (SELECT e.id, e."workflowId"
@@ -208,6 +224,7 @@ export async function contactJourney(db: DbTx, projectId: string, id: string): P
     db.$queryRaw<JourneyEvent[]>(contactEventsQuery(projectId, id)),
     db.$queryRaw<JourneyMessage[]>(contactMessagesQuery(projectId, id)),
     db.$queryRaw<{ executions: number; events: number }[]>`
+      -- contactJourney.counts
       SELECT (SELECT count(*)::int FROM "WorkflowExecution" e WHERE e."contactId" = ${id}::uuid AND e."projectId" = ${projectId}::uuid) AS executions,
              (SELECT count(*)::int FROM "Event" ev WHERE ev."contactId" = ${id}::uuid AND ev."projectId" = ${projectId}::uuid) AS events`,
   ]);

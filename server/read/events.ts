@@ -64,6 +64,7 @@ export function eventListQuery(f: EventFilter): Prisma.Sql {
   const keyset = keysetClause(Prisma.sql`ev."createdAt"`, Prisma.sql`ev.id`, directionOf(f));
   if (keyset.where) conditions.push(keyset.where);
   return Prisma.sql`
+    -- listEvents
     SELECT ev.id, ev.name, ev."contactId",
            -- Per row of the page, by primary key (a join would be planned as a hash of every contact).
            (SELECT c.email FROM "Contact" c WHERE c.id = ev."contactId") AS "contactEmail", ev.data, ev."idempotencyKey", ev."createdAt",
@@ -82,6 +83,7 @@ export function eventListQuery(f: EventFilter): Prisma.Sql {
 /** Executions these events enrolled (served by the partial sourceEventId index). */
 export function startedByEventsQuery(projectId: string, eventIds: string[]): Prisma.Sql {
   return Prisma.sql`
+    -- listEvents.startedBy
     SELECT e."sourceEventId" AS "eventId", e.id AS "executionId", e.status::text AS status, w.name AS "workflowName"
       FROM "WorkflowExecution" e
       JOIN "Workflow" w ON w.id = e."workflowId"
@@ -91,6 +93,7 @@ export function startedByEventsQuery(projectId: string, eventIds: string[]): Pri
 /** Waits these events resolved (served by the partial resumeEventId index). */
 export function resumedByEventsQuery(projectId: string, eventIds: string[]): Prisma.Sql {
   return Prisma.sql`
+    -- listEvents.resumedBy
     SELECT s."resumeEventId" AS "eventId", s."executionId", s.id AS "stepExecutionId", ws.name AS "stepName",
            s."resolvedBranch" AS branch, w.name AS "workflowName"
       FROM "StepExecution" s
@@ -128,6 +131,7 @@ export async function listEvents(db: DbTx, f: EventFilter): Promise<TwoWayPage<E
 /** The project's contact with this email (any case), for a filter given as an email. */
 export async function contactIdByEmail(db: DbTx, projectId: string, email: string): Promise<string | null> {
   const [row] = await db.$queryRaw<{ id: string }[]>`
+    -- contactIdByEmail
     SELECT id FROM "Contact" WHERE "projectId" = ${projectId}::uuid AND lower(email) = lower(${email})`;
   return row?.id ?? null;
 }

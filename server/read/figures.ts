@@ -71,7 +71,7 @@ const PARSED_MAX = 100;
 async function storedFigure(db: DbTx, key: FigureKey): Promise<StoredFigure | null> {
   const cached = parsed.get(keyText(key));
   const [row] = await db.$queryRaw<(Omit<StoredFigure, 'value'> & { value: unknown | null })[]>`
-    -- name: ConsoleFigureRead
+    -- storedFigure
     SELECT CASE WHEN "computedAt" = ${cached?.computedAt ?? null}::timestamptz THEN NULL ELSE value END AS value,
            "computedAt", "costMs", "previousCostMs"
       FROM "ConsoleFigure"
@@ -103,7 +103,7 @@ async function measured<T>(db: DbTx, compute: (db: DbTx) => Promise<T>): Promise
 /** Store a computation unless a newer one is stored already; the previous cost is kept beside the new one. */
 async function storeFigure(db: DbTx, key: FigureKey, c: { value: unknown; at: Date; costMs: number }): Promise<void> {
   await db.$executeRaw`
-    -- name: ConsoleFigureStore
+    -- storeFigure
     INSERT INTO "ConsoleFigure" ("projectId", kind, scope, value, "computedAt", "costMs")
     VALUES (${key.projectId}::uuid, ${key.kind}, ${key.scope}, ${JSON.stringify(superjson.serialize(c.value))}::jsonb,
             ${c.at}::timestamptz, ${c.costMs}::float8)
@@ -173,7 +173,7 @@ function startRefresh<T>(db: DbTx, key: FigureKey, compute: (db: DbTx) => Promis
  */
 export async function refreshFigure<T>(db: DbTx, key: FigureKey, compute: (db: DbTx) => Promise<T>, seen: Date): Promise<boolean> {
   const claimed = await db.$executeRaw`
-    -- name: ConsoleFigureClaimRefresh
+    -- refreshFigure.claim
     UPDATE "ConsoleFigure" SET "refreshStartedAt" = now()
      WHERE "projectId" = ${key.projectId}::uuid AND kind = ${key.kind} AND scope = ${key.scope}
        AND "computedAt" = ${seen}::timestamptz
@@ -184,7 +184,7 @@ export async function refreshFigure<T>(db: DbTx, key: FigureKey, compute: (db: D
     return true;
   } finally {
     await db.$executeRaw`
-      -- name: ConsoleFigureReleaseRefresh
+      -- refreshFigure.release
       UPDATE "ConsoleFigure" SET "refreshStartedAt" = NULL
        WHERE "projectId" = ${key.projectId}::uuid AND kind = ${key.kind} AND scope = ${key.scope}`;
   }

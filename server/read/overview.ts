@@ -50,6 +50,7 @@ export function throughputQuery(f: ThroughputFilter): Prisma.Sql {
   const since = Prisma.sql`(${last} - ${f.minutes - 1}::int * interval '1 minute')`;
   const until = Prisma.sql`(${last} + interval '1 minute')`;
   return Prisma.sql`
+    -- throughput
     WITH enrolled AS (
       SELECT date_trunc('minute', e."startedAt") AS at, count(*)::int AS n
         FROM "WorkflowExecution" e
@@ -125,6 +126,7 @@ export interface FailureItem {
 /** FAILED executions, latest failure first: the partial (projectId; finishedAt DESC NULLS LAST, id DESC) index. */
 export function failedExecutionsQuery(projectId: string, limit: number): Prisma.Sql {
   return Prisma.sql`
+    -- recentFailures.executions
     SELECT 'EXECUTION_FAILED' AS kind, e.id, coalesce(e."finishedAt", e."updatedAt") AS at,
            e.id AS "executionId", NULL::uuid AS "eventId", e."workflowId",
            (SELECT w.name FROM "Workflow" w WHERE w.id = e."workflowId") AS "workflowName",
@@ -140,6 +142,7 @@ export function failedExecutionsQuery(projectId: string, limit: number): Prisma.
 /** Dead-lettered events, latest first: a backward range of the partial (projectId, deadAt) index. */
 export function deadEventsQuery(projectId: string, limit: number): Prisma.Sql {
   return Prisma.sql`
+    -- recentFailures.events
     SELECT 'EVENT_DEAD' AS kind, ev.id, ev."deadAt" AS at, NULL::uuid AS "executionId", ev.id AS "eventId",
            NULL::uuid AS "workflowId", NULL AS "workflowName", NULL AS "stepName",
            ev."contactId", (SELECT c.email FROM "Contact" c WHERE c.id = ev."contactId") AS "contactEmail",
@@ -153,6 +156,7 @@ export function deadEventsQuery(projectId: string, limit: number): Prisma.Sql {
 /** Failed emails, latest first: a backward range of the partial (projectId, createdAt) index. */
 export function failedMessagesQuery(projectId: string, limit: number): Prisma.Sql {
   return Prisma.sql`
+    -- recentFailures.messages
     SELECT 'MESSAGE_FAILED' AS kind, m.id, m."createdAt" AS at, m."executionId", NULL::uuid AS "eventId",
            e."workflowId", w.name AS "workflowName", ws.name AS "stepName",
            e."contactId", m."to" AS "contactEmail", m.subject, m.error, NULL::int AS attempts

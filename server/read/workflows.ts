@@ -72,6 +72,7 @@ interface WorkflowRow {
 export async function listWorkflows(db: DbTx, s: StuckScope) {
   const [workflows, counts] = await Promise.all([
     db.$queryRaw<(WorkflowRow & { stepCount: number })[]>`
+      -- listWorkflows
       SELECT w.id, w.name, w.description, w.trigger::text AS trigger, w."triggerEvent", w.enabled, w."allowReentry", w."createdAt",
              (SELECT count(*)::int FROM "WorkflowStep" st WHERE st."workflowId" = w.id) AS "stepCount"
         FROM "Workflow" w
@@ -114,6 +115,7 @@ export async function workflowDetail(db: DbTx, s: StuckScope & { workflowId: str
         transitions: { id: string; fromStepId: string; toStepId: string; branch: string | null }[];
       })[]
     >`
+      -- workflowDetail
       SELECT w.id, w.name, w.description, w.trigger::text AS trigger, w."triggerEvent", w.enabled, w."allowReentry",
              w."createdAt", w."updatedAt",
              COALESCE((SELECT json_agg(json_build_object('id', st.id, 'key', st.key, 'type', st.type, 'name', st.name, 'config', st.config)

@@ -77,6 +77,7 @@ interface SelectedRow {
 /** Executions with the version and current step execution they have right now. */
 function selectExecutions(db: DbTx, where: Prisma.Sql): Promise<SelectedRow[]> {
   return db.$queryRaw<SelectedRow[]>`
+    -- bulkSelectExecutions
     SELECT e.id, e.version, s.id AS "stepExecutionId"
       FROM "WorkflowExecution" e
       LEFT JOIN "StepExecution" s ON s."executionId" = e.id AND s."stepId" = e."currentStepId"

@@ -28,6 +28,7 @@ type Resolution = { resolvedBy: string; resolvedAt: Date | null };
 /** The execution's most recent wait resolution, if any. */
 async function latestResolution(db: DbTx, executionId: string): Promise<Resolution | undefined> {
   const [row] = await db.$queryRaw<Resolution[]>`
+    -- latestResolution
     SELECT "resolvedBy"::text AS "resolvedBy", "resolvedAt" FROM "StepExecution"
      WHERE "executionId" = ${executionId}::uuid AND "resolvedBy" IS NOT NULL
      ORDER BY "resolvedAt" DESC LIMIT 1`;
@@ -38,6 +39,7 @@ async function latestResolution(db: DbTx, executionId: string): Promise<Resoluti
 export async function whoWon(db: DbTx, projectId: string, current: ExecutionState | null): Promise<Winner> {
   if (!current) return { kind: 'worker', actor: null, action: null, at: null };
   const [audit] = await db.$queryRaw<{ actor: string; action: string; at: Date; version: number | null }[]>`
+    -- whoWon
     SELECT actor, action, at, (after->>'version')::int AS version FROM "AuditEntry"
      WHERE "projectId" = ${projectId}::uuid AND "targetId" = ${current.id} AND outcome = 'APPLIED'
      ORDER BY at DESC LIMIT 1`;
@@ -77,6 +79,7 @@ export const explainWaitLoss: ExplainLoss = async (db, projectId, current, targe
         ? await latestResolution(db, current.id)
         : (
             await db.$queryRaw<Resolution[]>`
+              -- explainWaitLoss.resolution
               SELECT "resolvedBy"::text AS "resolvedBy", "resolvedAt" FROM "StepExecution"
                WHERE id = ${targeted.stepExecutionId}::uuid AND "executionId" = ${current.id}::uuid AND "resolvedBy" IS NOT NULL`
           )[0];

@@ -83,6 +83,7 @@ export interface MessageRepairRequest {
 
 export async function loadMessage(db: DbTx, projectId: string, messageId: string): Promise<MessageSnapshot | null> {
   const rows = await db.$queryRaw<Omit<MessageSnapshot, 'kind'>[]>`
+    -- loadMessage
     SELECT m.id, m."projectId", m."executionId", m."stepExecutionId", e."workflowId", w.name AS "workflowName",
            e."contactId", ws.name AS "stepName", m."to", m.subject, m.status::text AS status, m.version,
            m."leaseOwner", m."leaseExpiresAt", m."providerId", m.error, m."createdAt", m."sentAt"
@@ -168,6 +169,7 @@ export async function previewMessageRepair(db: DbTx, req: MessageRepairRequest):
 /** The ids of one execution's emails whose fate waits for an operator: a Message(executionId) lookup. */
 export function awaitingMessagesQuery(projectId: string, executionId: string): Prisma.Sql {
   return Prisma.sql`
+    -- awaitingMessages
     SELECT id FROM "Message"
      WHERE "executionId" = ${executionId}::uuid AND "projectId" = ${projectId}::uuid
        AND (status = 'FAILED' OR (status = 'SENDING' AND "leaseExpiresAt" < now()))
@@ -202,6 +204,7 @@ export async function messageRepairOptionsFor(
 async function whoChangedMessage(db: DbTx, projectId: string, current: MessageState | null): Promise<Winner> {
   if (!current) return { kind: 'worker', actor: null, action: null, at: null };
   const [audit] = await db.$queryRaw<{ actor: string; action: string; at: Date; version: number | null }[]>`
+    -- whoChangedMessage
     SELECT actor, action, at, (after->>'version')::int AS version FROM "AuditEntry"
      WHERE "projectId" = ${projectId}::uuid AND "targetId" = ${current.id} AND "targetType" = 'message' AND outcome = 'APPLIED'
      ORDER BY at DESC LIMIT 1`;

@@ -44,7 +44,8 @@ export function moveTo(status: string | Prisma.Sql, nextStepId: string | Prisma.
  * startedAt: a step (a wait, say) began at its first claim, whatever its attempts.
  */
 export function stepRowClaim(leaseSeconds: number, owner: string | null, only: Prisma.Sql = Prisma.sql`TRUE`): Prisma.Sql {
-  return Prisma.sql`INSERT INTO "StepExecution" AS s
+  return Prisma.sql`-- stepRowClaim
+    INSERT INTO "StepExecution" AS s
              (id, "executionId", "stepId", status, attempt, "claimToken", "leaseOwner", "leaseExpiresAt", "startedAt")
       SELECT gen_random_uuid(), exec.id, exec."currentStepId", 'RUNNING', 1, gen_random_uuid(), ${owner}::text,
              ${secondsFromNow(leaseSeconds)}, now()
@@ -197,7 +198,8 @@ export function executionMayMove(claim: ClaimName): Prisma.Sql {
 export function stepRowMayMove(claim: ClaimName): Prisma.Sql {
   const gate = (TRANSITIONS[claim] as Transition).step;
   if (!gate?.gate) return Prisma.sql`TRUE`;
-  const row = Prisma.sql`SELECT 1 FROM "StepExecution" g WHERE g."executionId" = e.id AND g."stepId" = e."currentStepId"`;
+  const row = Prisma.sql`-- stepRowMayMove
+    SELECT 1 FROM "StepExecution" g WHERE g."executionId" = e.id AND g."stepId" = e."currentStepId"`;
   return (gate.from as readonly string[]).includes(NO_ROW)
     ? Prisma.sql`NOT EXISTS (${row} AND g.status NOT IN (${stepStatuses(stepFrom(claim))}))`
     : Prisma.sql`EXISTS (${row} AND g.status IN (${stepStatuses(stepFrom(claim))}))`;
@@ -213,7 +215,8 @@ export const noLiveWorkerHoldsStep = Prisma.sql`NOT EXISTS (
      AND h.status = 'RUNNING' AND h."leaseExpiresAt" >= now())`;
 
 /** I1: another execution of `e`'s (workflow, contact) is active (a subquery of their ids). */
-export const activeSiblingOf = (e: Prisma.Sql) => Prisma.sql`SELECT o.id FROM "WorkflowExecution" o
+export const activeSiblingOf = (e: Prisma.Sql) => Prisma.sql`-- activeSiblingOf
+  SELECT o.id FROM "WorkflowExecution" o
    WHERE o."workflowId" = ${e}."workflowId" AND o."contactId" = ${e}."contactId" AND o.id <> ${e}.id
      AND o.status IN (${executionStatuses(ACTIVE_STATUSES)})`;
 

@@ -75,6 +75,7 @@ export async function executionDetail(db: DbTx, s: StuckScope, id: string) {
   const [execution] = await db.$queryRaw<
     (ExecutionListItem & { context: unknown; sourceEventId: string | null; readyAt: Date | null; enrollOnce: boolean })[]
   >`
+    -- executionDetail
     SELECT e.id, e."workflowId", w.name AS "workflowName", e."contactId", c.email AS "contactEmail",
            e.status::text AS status, e.version, e."currentStepId",
            ws.key AS "stepKey", ws.name AS "stepName", ws.type::text AS "stepType",
@@ -89,6 +90,7 @@ export async function executionDetail(db: DbTx, s: StuckScope, id: string) {
 
   const [steps, messages, audit, stuck] = await Promise.all([
     db.$queryRaw<StepExecutionRow[]>`
+      -- executionDetail.steps
       SELECT s.id, s."stepId", ws.key AS "stepKey", ws.name AS "stepName", ws.type::text AS "stepType", ws.config AS "stepConfig",
              s.status::text AS status, s.attempt, s."claimToken" IS NOT NULL AS held, s."dueAt", s."leaseExpiresAt", s."leaseOwner",
              s."resolvedBy"::text AS "resolvedBy", s."resolvedAt", s."resolvedBranch", s."resumeEventId",
@@ -120,7 +122,8 @@ export async function executionDetail(db: DbTx, s: StuckScope, id: string) {
       orderBy: [{ at: 'desc' }, { id: 'desc' }],
       take: 100,
     }),
-    db.$queryRaw<StuckItem[]>`SELECT * FROM (${stuckOfExecutionsQuery(s, [execution])}) x`,
+    db.$queryRaw<StuckItem[]>`-- executionDetail.stuck
+      SELECT * FROM (${stuckOfExecutionsQuery(s, [execution])}) x`,
   ]);
 
   const resumers = steps.map((st) => st.resumeEventId).filter((v): v is string => v !== null);

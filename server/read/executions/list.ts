@@ -108,6 +108,7 @@ export function executionListQuery(f: ExecutionFilter): Prisma.Sql {
   const keyset = keysetClause(Prisma.sql`e."startedAt"`, Prisma.sql`e.id`, direction);
   if (keyset.where) conditions.push(keyset.where);
   const columns = Prisma.sql`
+    -- listExecutions
     SELECT e.id, e."workflowId", w.name AS "workflowName", e."contactId", c.email AS "contactEmail",
            e.status::text AS status, e.version, e."currentStepId",
            ws.key AS "stepKey", ws.name AS "stepName", ws.type::text AS "stepType",
@@ -146,13 +147,15 @@ export function executionListQuery(f: ExecutionFilter): Prisma.Sql {
     const size = f.stuckWindow ?? (emailed ? STUCK_EMAIL_WINDOW : STUCK_WINDOW);
     const candidates = status ? [...conditions, Prisma.sql`e.status = ${status}::"ExecutionStatus"`] : conditions;
     const window = (offset: number, count: number) => Prisma.sql`
+        -- listExecutionsStuck.window
         SELECT e.id, e."startedAt" FROM "WorkflowExecution" e ${contact}
          WHERE ${Prisma.join(candidates, ' AND ')}
          ORDER BY ${keyset.order} OFFSET ${offset}::int LIMIT ${count}::int`;
     // The window's executions to probe: all of them, or (emails' reasons) those the
     // emails' index names, hashed, and only those probed (fenced, so no probe runs first).
     const walk = emailed
-      ? Prisma.sql`SELECT x.id, x."startedAt" FROM (${window(0, size)}) x WHERE x.id IN (${emailed}) OFFSET 0`
+      ? Prisma.sql`-- listExecutionsStuck.walk
+        SELECT x.id, x."startedAt" FROM (${window(0, size)}) x WHERE x.id IN (${emailed}) OFFSET 0`
       : window(0, size);
     // Past the window's last execution, in the page's direction.
     const past = Prisma.sql`(e."startedAt", e.id) ${Prisma.raw(backwards ? '>' : '<')} (SELECT x."startedAt", x.id FROM ${windowEnd} x)`;
@@ -177,10 +180,12 @@ export function executionListQuery(f: ExecutionFilter): Prisma.Sql {
          AND ${Prisma.join(conditions, ' AND ')} AND ${past}
        ORDER BY ${keyset.order} ${limit}
     )`,
-      rows: Prisma.sql`SELECT * FROM ${walked} UNION SELECT * FROM ${beyond}`,
+      rows: Prisma.sql`-- listExecutionsStuck.rows
+        SELECT * FROM ${walked} UNION SELECT * FROM ${beyond}`,
     };
   });
   return Prisma.sql`
+    -- listExecutionsStuck
     WITH ${Prisma.join(
       streams.map((s) => s.ctes),
       ',',
@@ -203,7 +208,8 @@ export async function executionIdsMatching(
   f: Omit<ExecutionFilter, 'limit' | 'cursor' | 'before'> & { graceSeconds: number },
   max: number,
 ): Promise<string[] | null> {
-  const rows = await db.$queryRaw<{ id: string }[]>`SELECT q.id FROM (${executionListQuery({ ...f, limit: max })}) q`;
+  const rows = await db.$queryRaw<{ id: string }[]>`-- executionIdsMatching
+    SELECT q.id FROM (${executionListQuery({ ...f, limit: max })}) q`;
   return rows.length > max ? null : rows.map((r) => r.id);
 }
 
@@ -225,7 +231,8 @@ export function stuckOfExecutionsQuery(s: StuckScope, executions: { id: string; 
     ];
   });
   if (branches.length === 0) {
-    return Prisma.sql`SELECT NULL::text AS reason, NULL::uuid AS "executionId", NULL::timestamptz AS since, NULL::jsonb AS detail WHERE FALSE`;
+    return Prisma.sql`-- stuckOfExecutions.none
+      SELECT NULL::text AS reason, NULL::uuid AS "executionId", NULL::timestamptz AS since, NULL::jsonb AS detail WHERE FALSE`;
   }
   return Prisma.join(branches, ' UNION ALL ');
 }

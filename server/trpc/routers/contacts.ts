@@ -1,6 +1,6 @@
 import { TRPCError } from '@trpc/server';
 import { replaceContactData, setContactSubscribed, upsertContact, type ContactChange } from '../../engine/contacts';
-import { contactJourney, listContacts } from '../../read/contacts';
+import { contactDataByEmail, contactJourney, listContacts } from '../../read/contacts';
 import { audit, inTransaction } from '../audit';
 import { likePrefix } from '../../inputs';
 import { conflictError, marketerProcedure, router, viewerProcedure } from '../trpc';
@@ -22,8 +22,7 @@ export const contactsRouter = router({
   /** Create the contact, or merge `data` into the one with this email (any case). */
   upsert: marketerProcedure.input(upsertContactInput).mutation(({ ctx, input }) =>
     inTransaction(ctx.db, async (tx) => {
-      const [before] = await tx.$queryRaw<{ id: string; data: unknown }[]>`
-        SELECT id, data FROM "Contact" WHERE "projectId" = ${ctx.actor.projectId}::uuid AND lower(email) = lower(${input.email})`;
+      const before = await contactDataByEmail(tx, ctx.actor.projectId, input.email);
       const contact = await upsertContact(tx, ctx.actor.projectId, input.email, input.data ?? {});
       await audit(tx, ctx.actor, {
         action: 'contacts.upsert',
