@@ -45,7 +45,9 @@ function databaseUnreachable(cause: unknown): Response {
 /** Why the database cannot be reached right now, or null when it answers. */
 async function outage(): Promise<unknown> {
   try {
-    await db().$queryRaw`SELECT 1`;
+    await db().$queryRaw`
+      -- authEndpoint.databaseReachable
+      SELECT 1`;
     return null;
   } catch (error) {
     return databaseUnavailable(error) ? error : null;

@@ -111,6 +111,7 @@ const DELIVERABLE_EVENTS = 5;
 /** The contact's latest events of one name, newest first: a backward range of the (contactId, createdAt) index. */
 export function deliverableEventsQuery(projectId: string, contactId: string, name: string): Prisma.Sql {
   return Prisma.sql`
+    -- deliverableEvents
     SELECT id, name, "createdAt", "processedAt", "deadAt" FROM "Event"
      WHERE "contactId" = ${contactId}::uuid AND "projectId" = ${projectId}::uuid AND name = ${name}
      ORDER BY "createdAt" DESC

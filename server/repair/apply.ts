@@ -70,6 +70,7 @@ export type EventApplier = (a: Applying<EventSnapshot>) => Promise<ApplyResult>;
 /** The context the wait's resolving event (if any) gives the execution. */
 async function resumeContext(db: DbTx, executionId: string): Promise<Record<string, unknown>> {
   const [wait] = await db.$queryRaw<{ resumeEventId: string | null }[]>`
+    -- resumeContext
     SELECT s."resumeEventId"
       FROM "WorkflowExecution" e
       JOIN "StepExecution" s ON s."executionId" = e.id AND s."stepId" = e."currentStepId"

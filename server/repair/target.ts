@@ -124,6 +124,7 @@ export async function loadTarget(
     // The event delivered must be one of this contact's, in this project: neither the
     // preview nor the action may reveal or use another's.
     const [event] = await db.$queryRaw<{ id: string }[]>`
+      -- loadTarget.deliveredEvent
       SELECT id FROM "Event"
        WHERE id = ${req.eventId}::uuid AND "projectId" = ${req.projectId}::uuid AND "contactId" = ${execution.contactId}::uuid`;
     if (!event) throw new RepairNotFound('event not found for this contact');
@@ -160,6 +161,7 @@ export async function loadExecution(
       activeExecutionId: string | null;
     })[]
   >`
+    -- loadExecution
     SELECT e.id, e."projectId", e."workflowId", w.name AS "workflowName", e."contactId", c.email AS "contactEmail",
            e.status::text AS status, e.version, e."updatedAt", e."currentStepId",
            ws.key AS "stepKey", ws.name AS "stepName", ws.type::text AS "stepType",
@@ -219,6 +221,7 @@ export async function loadExecution(
 
 export async function loadEvent(db: DbTx, projectId: string, eventId: string): Promise<EventSnapshot | null> {
   const rows = await db.$queryRaw<Omit<EventSnapshot, 'kind'>[]>`
+    -- loadEvent
     SELECT id, "projectId", name, "contactId", "dispatchAttempts" AS version, "processedAt", "deadAt", "lastError", "leaseExpiresAt"
       FROM "Event" WHERE id = ${eventId}::uuid AND "projectId" = ${projectId}::uuid`;
   return rows[0] ? { kind: 'event', ...rows[0] } : null;
