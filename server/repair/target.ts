@@ -3,71 +3,12 @@ import { ACTIVE_STATUSES } from '../engine/transitions';
 import type { WorkflowGraph } from '../engine/workflow-graph';
 import { loadWorkflowGraph } from '../engine/workflows';
 import type { RepairAction } from './planner';
-import { stuckReasonsOf, type StuckItem } from './stuck';
+import type { EventSnapshot, ExecutionSnapshot } from './snapshot';
+import { stuckReasonsOf } from './stuck';
 
 // Loading a repair's target: the execution (with its current step, step row, message and
 // stuck reasons) or the tracked event an operator acts on, as one snapshot the planner
 // reads and the applier fences on.
-
-export interface StepSummary {
-  id: string;
-  key: string;
-  name: string;
-  type: string;
-}
-
-export interface StepRowSummary {
-  id: string;
-  status: string;
-  attempt: number;
-  leaseExpiresAt: Date | null;
-  dueAt: Date | null;
-  resolvedBy: string | null;
-  resolvedAt: Date | null;
-  resolvedBranch: string | null;
-  error: string | null;
-}
-
-export interface MessageSummary {
-  id: string;
-  status: string;
-  subject: string;
-  sentAt: Date | null;
-  createdAt: Date;
-}
-
-export interface ExecutionSnapshot {
-  kind: 'execution';
-  id: string;
-  projectId: string;
-  workflowId: string;
-  workflowName: string;
-  contactId: string;
-  contactEmail: string;
-  status: string;
-  version: number;
-  updatedAt: Date;
-  step: StepSummary | null;
-  stepRow: StepRowSummary | null;
-  message: MessageSummary | null;
-  stuck: StuckItem[];
-  /** Another active (RUNNING or WAITING) execution of the same workflow and contact (I1), if any. */
-  activeExecutionId: string | null;
-}
-
-export interface EventSnapshot {
-  kind: 'event';
-  id: string;
-  projectId: string;
-  name: string;
-  contactId: string | null;
-  /** The event's CAS token: its dispatch attempt count. */
-  version: number;
-  processedAt: Date | null;
-  deadAt: Date | null;
-  lastError: string | null;
-  leaseExpiresAt: Date | null;
-}
 
 export class RepairNotFound extends Error {
   override name = 'RepairNotFound';
