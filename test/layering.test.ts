@@ -138,8 +138,8 @@ describe('layering (docs/architecture.md, Layers)', () => {
     expect(upwardImports([actor], withUpward(actor, "import type { Context } from '../trpc/trpc';"))).toEqual([
       'server/auth/actor.ts -> server/trpc/trpc.ts (server/auth -> server/trpc)',
     ]);
-    expect(upwardImports([engine], withUpward(engine, "import { stuckReasonOf } from '@/server/repair/stuck';"))).toEqual([
-      'server/engine/enrollment.ts -> server/repair/stuck.ts (server/engine -> server/repair)',
+    expect(upwardImports([engine], withUpward(engine, "import { REPAIRS } from '@/server/repair/actions';"))).toEqual([
+      'server/engine/enrollment.ts -> server/repair/actions.ts (server/engine -> server/repair)',
     ]);
     const procedures = path.join(ROOT, 'server', 'trpc', 'trpc.ts');
     expect(upwardImports([procedures], withUpward(procedures, "import { apiRateLimits } from '../http/rate-limits';"))).toEqual([

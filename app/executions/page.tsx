@@ -2,7 +2,7 @@ import type { Metadata } from 'next';
 import { headers } from 'next/headers';
 import { resolveActor } from '@/server/auth/actor';
 import { db } from '@/server/db';
-import { EVENT_REASONS, STUCK_REASONS } from '@/server/repair/stuck';
+import { EVENT_REASONS, STUCK_REASONS } from '@/server/common/stuck-reasons';
 import { listExecutionsInput } from '@/server/trpc/routers/executions.schema';
 import { InvalidLink, PageHeading } from '../_components/invalid-link';
 import { inputFromSearch, issuesOf, type SearchRecord } from '../_components/search-params';

@@ -1,4 +1,4 @@
-import type { StuckItem } from './stuck';
+import type { StuckItem } from '../stuck/predicates';
 
 // A repair's target as the planner reads it and the applier fences on: the execution
 // (with its current step, step row, message and stuck reasons) or the tracked event.

@@ -4,7 +4,7 @@ import type { WorkflowGraph } from '../engine/workflow-graph';
 import { loadWorkflowGraph } from '../engine/workflows';
 import type { RepairAction } from './planner';
 import type { EventSnapshot, ExecutionSnapshot } from './snapshot';
-import { stuckReasonsOf } from './stuck';
+import { stuckReasonsOf } from '../stuck/predicates';
 
 // Loading a repair's target: the execution (with its current step, step row, message and
 // stuck reasons) or the tracked event an operator acts on, as one snapshot the planner
