@@ -2,7 +2,7 @@ import pg from 'pg';
 import { closeDb, createDb } from '../server/db';
 import { createCaller } from '../server/trpc/root';
 import type { Actor } from '../server/auth/actor';
-import { STUCK_REASONS } from '../server/repair/stuck-reasons';
+import { STUCK_REASONS } from '../server/common/stuck-reasons';
 import { recomputeConsoleFigures } from '../server/read/console-figures';
 import { settleFigureRefreshes } from '../server/read/figures';
 import { stuckScope } from '../server/trpc/scope';

@@ -63,6 +63,54 @@ export function upwardImports(files: string[], read: (file: string) => string = 
   return found;
 }
 
+/** The app/ and server/ files each file imports (type-only and dynamic imports included). */
+function importGraph(files: string[], read: (file: string) => string = ts.sys.readFile as (f: string) => string): Map<string, string[]> {
+  const inside = new Set(files);
+  return new Map(
+    files.map((file) => {
+      const { importedFiles } = ts.preProcessFile(read(file), true, true);
+      const targets = importedFiles
+        .map(({ fileName }) => ts.resolveModuleName(fileName, file, config.options, ts.sys).resolvedModule)
+        .flatMap((r) => (r && !r.isExternalLibraryImport && inside.has(r.resolvedFileName) ? [r.resolvedFileName] : []));
+      return [file, [...new Set(targets)]];
+    }),
+  );
+}
+
+/** Every import cycle (Tarjan's strongly connected components of more than one file, or a file importing itself), each sorted. */
+export function importCycles(graph: Map<string, string[]>): string[][] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const cycles: string[][] = [];
+  const visit = (file: string) => {
+    index.set(file, index.size);
+    low.set(file, index.get(file)!);
+    stack.push(file);
+    onStack.add(file);
+    for (const next of graph.get(file) ?? []) {
+      if (!index.has(next)) {
+        visit(next);
+        low.set(file, Math.min(low.get(file)!, low.get(next)!));
+      } else if (onStack.has(next)) {
+        low.set(file, Math.min(low.get(file)!, index.get(next)!));
+      }
+    }
+    if (low.get(file) !== index.get(file)) return;
+    const component: string[] = [];
+    let top: string;
+    do {
+      top = stack.pop()!;
+      onStack.delete(top);
+      component.push(path.relative(ROOT, top).split(path.sep).join('/'));
+    } while (top !== file);
+    if (component.length > 1 || graph.get(file)!.includes(file)) cycles.push(component.sort());
+  };
+  for (const file of graph.keys()) if (!index.has(file)) visit(file);
+  return cycles.sort((a, b) => a[0]!.localeCompare(b[0]!));
+}
+
 describe('layering (docs/architecture.md, Layers)', () => {
   const files = [...sources(path.join(ROOT, 'app')), ...sources(path.join(ROOT, 'server'))];
 
@@ -79,6 +127,10 @@ describe('layering (docs/architecture.md, Layers)', () => {
     expect(upwardImports(files)).toEqual([]);
   });
 
+  it('has no import cycle', () => {
+    expect(importCycles(importGraph(files))).toEqual([]);
+  });
+
   it('sees an upward import when one is added (type-only, relative or through @/)', () => {
     const actor = path.join(ROOT, 'server', 'auth', 'actor.ts');
     const engine = path.join(ROOT, 'server', 'engine', 'enrollment.ts');
@@ -86,8 +138,8 @@ describe('layering (docs/architecture.md, Layers)', () => {
     expect(upwardImports([actor], withUpward(actor, "import type { Context } from '../trpc/trpc';"))).toEqual([
       'server/auth/actor.ts -> server/trpc/trpc.ts (server/auth -> server/trpc)',
     ]);
-    expect(upwardImports([engine], withUpward(engine, "import { stuckReasonOf } from '@/server/repair/stuck';"))).toEqual([
-      'server/engine/enrollment.ts -> server/repair/stuck.ts (server/engine -> server/repair)',
+    expect(upwardImports([engine], withUpward(engine, "import { REPAIRS } from '@/server/repair/actions';"))).toEqual([
+      'server/engine/enrollment.ts -> server/repair/actions.ts (server/engine -> server/repair)',
     ]);
     const procedures = path.join(ROOT, 'server', 'trpc', 'trpc.ts');
     expect(upwardImports([procedures], withUpward(procedures, "import { apiRateLimits } from '../http/rate-limits';"))).toEqual([

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkInvariants } from '../server/engine/invariants';
-import { countStuck } from '../server/repair/stuck';
+import { countStuck } from '../server/stuck/counts';
 import { seedDemo, DEMO_USERS } from '../prisma/seed';
 import { freshDatabase, type TestDatabase } from './support/database';
 

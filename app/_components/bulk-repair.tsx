@@ -4,7 +4,7 @@ import { useMutation, useQueryClient } from '@tanstack/react-query';
 import Link from 'next/link';
 import Papa from 'papaparse';
 import { useEffect, useRef, useState } from 'react';
-import type { StuckReason } from '@/server/repair/stuck-reasons';
+import type { StuckReason } from '@/server/common/stuck-reasons';
 import { useTRPC, useTRPCClient } from '../_trpc/client';
 import type { RouterInputs, RouterOutputs } from '@/app/_trpc/types';
 import { Badge } from './badges';

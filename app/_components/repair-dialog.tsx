@@ -3,9 +3,9 @@
 import { keepPreviousData, useMutation, useQuery } from '@tanstack/react-query';
 import { useEffect, useId, useRef, useState } from 'react';
 import { useTRPC } from '../_trpc/client';
-import type { RouterInputs, RouterOutputs } from '@/app/_trpc/types';
 import { type ApplyError, shortId, Refusal, ApplyErrorView } from './repair-outcome';
 import { PreviewBody } from './repair-preview';
+import type { Preview, RepairApplied, RepairTarget } from './repair-types';
 
 // One repair, preview first (docs/stuck-and-repair.md, "Preview and apply"): what the action will change, which
 // branch it takes, whether an email may be sent again, which step execution it aims at,
@@ -13,10 +13,6 @@ import { PreviewBody } from './repair-preview';
 // Losing says who won and what the state is now; a refusal says why. Generic over the
 // target (an execution, an event, an email), so any page that offers a repair uses it.
 
-
-export type RepairTarget = Pick<RouterInputs['repair']['preview'], 'action' | 'executionId' | 'messageId' | 'eventId'>;
-export type Preview = RouterOutputs['repair']['preview'];
-export type RepairApplied = RouterOutputs['repair']['applyOne'];
 
 /** The API's rule for a reason (repair.schema.ts): trimmed, 3 to 500 characters. */
 export const REASON_MIN = 3;

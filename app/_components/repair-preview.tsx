@@ -4,7 +4,7 @@ import { type ReactNode } from 'react';
 import { Badge, StatusBadge } from './badges';
 import { absoluteTime } from './time';
 import { first, shortId } from './repair-outcome';
-import { type Preview } from './repair-dialog';
+import type { Preview } from './repair-types';
 
 // What a repair will do, as its preview says: the change, the branch, whether an email may go
 // out again, and the step execution it aims at.

@@ -1,4 +1,4 @@
-import type { StuckReason } from '@/server/repair/stuck-reasons';
+import type { StuckReason } from '@/server/common/stuck-reasons';
 
 // Which bulk repairs a stuck group is offered, by its reason, in an operator's words. The
 // planner (server/repair/planner.ts) still decides row by row and refuses, with why, a row

@@ -2,7 +2,7 @@
 
 import { useQuery } from '@tanstack/react-query';
 import Link from 'next/link';
-import { SELF_HEALING, STUCK_DESCRIPTIONS, STUCK_REASONS, type StuckReason } from '@/server/repair/stuck-reasons';
+import { SELF_HEALING, STUCK_DESCRIPTIONS, STUCK_REASONS, type StuckReason } from '@/server/common/stuck-reasons';
 import { useTRPC } from '../_trpc/client';
 import { Freshness, LIVE_REFRESH_MS, LoadError, Panel } from './panel';
 

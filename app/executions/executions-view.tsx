@@ -4,7 +4,7 @@ import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { createColumnHelper } from '@tanstack/react-table';
 import Link from 'next/link';
 import { useState } from 'react';
-import { STUCK_DESCRIPTIONS, type StuckReason } from '@/server/repair/stuck-reasons';
+import { STUCK_DESCRIPTIONS, type StuckReason } from '@/server/common/stuck-reasons';
 import { StatusBadge, StuckBadge } from '../_components/badges';
 import { BulkRepair } from '../_components/bulk-repair';
 import { DataTable, useHeldRows, type Features } from '../_components/data-table';

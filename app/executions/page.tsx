@@ -1,6 +1,6 @@
 import type { Metadata } from 'next';
 import { currentActor } from '@/server/http/server-caller';
-import { EVENT_REASONS, STUCK_REASONS } from '@/server/repair/stuck';
+import { EVENT_REASONS, STUCK_REASONS } from '@/server/common/stuck-reasons';
 import { listExecutionsInput } from '@/server/trpc/routers/executions.schema';
 import { InvalidLink, PageHeading } from '../_components/invalid-link';
 import { inputFromSearch, issuesOf, type SearchRecord } from '../_components/search-params';

@@ -3,7 +3,7 @@
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import Link from 'next/link';
 import { useState } from 'react';
-import { SELF_HEALING, STUCK_DESCRIPTIONS, STUCK_REASONS, type StuckReason } from '@/server/repair/stuck-reasons';
+import { SELF_HEALING, STUCK_DESCRIPTIONS, STUCK_REASONS, type StuckReason } from '@/server/common/stuck-reasons';
 import { StuckBadge } from '../_components/badges';
 import { BulkRepair, type BulkFilterInput } from '../_components/bulk-repair';
 import { Field, FilterBar, INPUT_CLASS, useUrlInput } from '../_components/filters';

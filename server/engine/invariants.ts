@@ -237,7 +237,7 @@ export const INVARIANTS: readonly InvariantCheck[] = [
       'accepted work with no way forward and no stuck reason: an active execution with no wake-up time or no wait row, ' +
       'an event both processed and dead-lettered, an email SENDING with no lease, or a step that queued an email which is gone',
     // Everything else is either moving (the workers take it) or listed by a stuck reason
-    // (server/repair/stuck.ts): a pending event (EVENT_PENDING), a dead one (EVENT_DEAD),
+    // (server/stuck/predicates.ts): a pending event (EVENT_PENDING), a dead one (EVENT_DEAD),
     // an email left SENDING past its lease (MESSAGE_UNCONFIRMED) or FAILED (MESSAGE_FAILED).
     count: (db, p) =>
       scalar(db.$queryRaw`

@@ -1,6 +1,9 @@
 import { Prisma, type DbTx } from '../db';
 import { checkInvariants, type InvariantResult } from '../engine/invariants';
-import { countStuckByPlace, stuckGroups, type StuckCount, type StuckGroup, type StuckReason, type StuckScope } from '../repair/stuck';
+import type { StuckReason } from '../common/stuck-reasons';
+import { countStuckByPlace, type StuckCount } from '../stuck/counts';
+import { type StuckGroup, stuckGroups } from '../stuck/groups';
+import type { StuckScope } from '../stuck/predicates';
 import { consoleFigure, recomputeFigure, type Figure } from './figures';
 
 // The console's figures over a whole project, each computed by one query set and served

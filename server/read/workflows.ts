@@ -1,6 +1,7 @@
 import type { DbTx, Prisma } from '../db';
 import { ExecutionStatus, type StepType, type WorkflowTrigger } from '../generated/prisma/enums';
-import type { StuckReason, StuckScope } from '../repair/stuck';
+import type { StuckReason } from '../common/stuck-reasons';
+import type { StuckScope } from '../stuck/predicates';
 import { projectCountsFigure, type ProjectCounts } from './console-figures';
 
 // What a workflow's graph shows at each step: how many executions stand there RUNNING or

@@ -22,7 +22,8 @@ import {
   type RepairAction,
   type RepairChoices,
 } from './planner';
-import { loadExecution, loadTarget, RepairNotFound, type EventSnapshot, type ExecutionSnapshot, type RepairOptions, type RepairRequest } from './target';
+import type { EventSnapshot, ExecutionSnapshot } from './snapshot';
+import { loadExecution, loadTarget, RepairNotFound, type RepairOptions, type RepairRequest } from './target';
 import { inRepairTransaction } from './transaction';
 
 // Repair actions: what an operator may do to an execution (or an event) that is stuck.

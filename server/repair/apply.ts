@@ -19,7 +19,8 @@ import { continueAfterWait } from '../engine/runner';
 import { notifyWorkers } from '../engine/wakeup';
 import type { Conflict } from './explain';
 import type { ActiveExecutionConflict, Plan, RepairAction } from './planner';
-import { IN_WINDOW_EVENTS, RepairNotFound, type EventSnapshot, type ExecutionSnapshot, type RepairRequest } from './target';
+import type { EventSnapshot, ExecutionSnapshot } from './snapshot';
+import { IN_WINDOW_EVENTS, RepairNotFound, type RepairRequest } from './target';
 import type { RepairBusy } from './transaction';
 
 // Applying a planned repair: one function per action, each going through the engine's

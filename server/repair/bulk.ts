@@ -3,7 +3,9 @@ import { findWaitsWithInWindowEvents } from '../engine/claims';
 import { applyRepair } from './actions';
 import { applyMessageRepair, isMessageRepairAction, type MessageRepairAction } from './messages';
 import type { ActiveExecutionConflict, RepairAction, RepairChoices } from './planner';
-import { listStuck, MESSAGE_REASONS, type StuckItem, type StuckReason } from './stuck';
+import { MESSAGE_REASONS, type StuckReason } from '../common/stuck-reasons';
+import { listStuck } from '../stuck/list';
+import type { StuckItem } from '../stuck/predicates';
 import { RepairNotFound, type RepairOptions } from './target';
 
 // Bulk repair on a filter: first a count (a dry run the operator confirms), then one

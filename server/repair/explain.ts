@@ -1,6 +1,6 @@
 import type { DbTx } from '../db';
 import type { ExecutionState } from '../engine/claims';
-import type { EventSnapshot } from './target';
+import type { EventSnapshot } from './snapshot';
 
 // Explaining the loser: a repair that lost its claim (or found the target moved since the
 // preview) tells the operator who won — a worker, an event, the timer or another

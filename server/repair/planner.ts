@@ -1,6 +1,6 @@
 import { claimMayMove, reactivates, type ClaimName } from '../engine/transitions';
 import { nextStepId, type WorkflowGraph } from '../engine/workflow-graph';
-import type { EventSnapshot, ExecutionSnapshot, InWindowEvent, MessageSummary, StepSummary } from './target';
+import type { EventSnapshot, ExecutionSnapshot, InWindowEvent, MessageSummary, StepSummary } from './snapshot';
 
 // Planning a repair, pure (no database: test/repair/planner.test.ts runs it on snapshots):
 // is the action allowed in the target's state, and what will it change, in an operator's

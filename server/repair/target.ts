@@ -4,86 +4,15 @@ import type { WorkflowGraph } from '../engine/workflow-graph';
 import { readEventsResumingWait } from '../engine/claims';
 import { loadWorkflowGraph } from '../engine/workflows';
 import type { RepairAction, RepairChoices } from './planner';
-import { stuckReasonsOf, type StuckItem } from './stuck';
+import type { EventSnapshot, ExecutionSnapshot } from './snapshot';
+import { stuckReasonsOf } from '../stuck/predicates';
 
 // Loading a repair's target: the execution (with its current step, step row, message and
 // stuck reasons) or the tracked event an operator acts on, as one snapshot the planner
 // reads and the applier fences on.
 
-export interface StepSummary {
-  id: string;
-  key: string;
-  name: string;
-  type: string;
-}
-
-export interface StepRowSummary {
-  id: string;
-  status: string;
-  attempt: number;
-  leaseExpiresAt: Date | null;
-  dueAt: Date | null;
-  resolvedBy: string | null;
-  resolvedAt: Date | null;
-  resolvedBranch: string | null;
-  error: string | null;
-}
-
-export interface MessageSummary {
-  id: string;
-  status: string;
-  subject: string;
-  sentAt: Date | null;
-  createdAt: Date;
-}
-
-/** An event accepted inside the current wait's window and not consumed: the timer would take it. */
-export interface InWindowEvent {
-  id: string;
-  name: string;
-  createdAt: Date;
-}
-
 /** How many in-window events a snapshot lists (the first is the one that resumes the wait). */
 export const IN_WINDOW_EVENTS = 5;
-
-export interface ExecutionSnapshot {
-  kind: 'execution';
-  id: string;
-  projectId: string;
-  workflowId: string;
-  workflowName: string;
-  contactId: string;
-  contactEmail: string;
-  status: string;
-  version: number;
-  updatedAt: Date;
-  step: StepSummary | null;
-  stepRow: StepRowSummary | null;
-  message: MessageSummary | null;
-  stuck: StuckItem[];
-  /**
-   * A WAIT_FOR_EVENT waiting unresolved: the events that resume it by EVENT now (event
-   * time decides), earliest first, at most a few. The first one wins a FORCE_TIMEOUT.
-   */
-  inWindowEvents: InWindowEvent[];
-  /** Another active (RUNNING or WAITING) execution of the same workflow and contact (I1), if any. */
-  activeExecutionId: string | null;
-}
-
-export interface EventSnapshot {
-  kind: 'event';
-  id: string;
-  projectId: string;
-  name: string;
-  contactId: string | null;
-  /** The event's CAS token: its dispatch attempt count. */
-  version: number;
-  processedAt: Date | null;
-  deadAt: Date | null;
-  lastError: string | null;
-  leaseExpiresAt: Date | null;
-}
 
 export class RepairNotFound extends Error {
   override name = 'RepairNotFound';

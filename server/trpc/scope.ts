@@ -1,7 +1,7 @@
 import { TRPCError } from '@trpc/server';
 import type { DbTx } from '../db';
 import { env } from '../env';
-import type { StuckScope } from '../repair/stuck';
+import type { StuckScope } from '../stuck/predicates';
 
 // Every query runs in the caller's project. An id of another project answers NOT_FOUND,
 // exactly as an id that does not exist, so a caller cannot learn what other projects hold.

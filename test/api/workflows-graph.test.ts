@@ -2,7 +2,7 @@ import { TRPCError } from '@trpc/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEngineContext } from '../../server/engine/context';
 import { runWorkerOnce } from '../../server/engine/worker';
-import { stuckCountsQuery } from '../../server/repair/stuck';
+import { stuckCountsQuery } from '../../server/stuck/counts';
 import type { Actor } from '../../server/auth/actor';
 import { actorFor, callerFor } from '../support/callers';
 import { freshDatabase, type TestDatabase } from '../support/database';

@@ -16,7 +16,7 @@ import {
   failEventDispatch,
   failStep,
 } from '../../server/engine/claims';
-import { countStuck } from '../../server/repair/stuck';
+import { countStuck } from '../../server/stuck/counts';
 import type { Actor } from '../../server/auth/actor';
 import { actorFor, callerFor } from '../support/callers';
 import { freshDatabase, type TestDatabase } from '../support/database';

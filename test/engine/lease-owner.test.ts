@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enroll } from '../../server/engine/enrollment';
 import { claimReadySteps, claimStep } from '../../server/engine/claims';
-import { listStuck } from '../../server/repair/stuck';
+import { listStuck } from '../../server/stuck/list';
 import { executionDetail } from '../../server/read/executions';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { createContact, createProject, delayWorkflow, workflowFrom } from '../support/fixtures';

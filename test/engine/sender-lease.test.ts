@@ -6,7 +6,7 @@ import { enroll } from '../../server/engine/enrollment';
 import { deliverQueuedMessages } from '../../server/engine/sender';
 import { smtpTransport, type MailTransport } from '../../server/engine/transport';
 import { applyMessageRepair, previewMessageRepair } from '../../server/repair/messages';
-import { listStuck } from '../../server/repair/stuck';
+import { listStuck } from '../../server/stuck/list';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { driveFromStart } from '../support/drive';
 import { createProject, workflowFrom } from '../support/fixtures';

@@ -3,7 +3,7 @@ import { createEngineContext } from '../../server/engine/context';
 import { enroll } from '../../server/engine/enrollment';
 import { deliverQueuedMessages } from '../../server/engine/sender';
 import type { MailTransport } from '../../server/engine/transport';
-import { listStuck } from '../../server/repair/stuck';
+import { listStuck } from '../../server/stuck/list';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { driveFromStart } from '../support/drive';
 import { createProject, workflowFrom } from '../support/fixtures';

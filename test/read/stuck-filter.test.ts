@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Prisma } from '../../server/db';
 import { decodeCursor } from '../../server/read/cursor';
 import { listExecutions, type ExecutionFilter, type ExecutionListRow } from '../../server/read/executions';
-import { EVENT_REASONS, STUCK_REASONS, stuckQuery, type StuckReason, type StuckScope } from '../../server/repair/stuck';
+import { EVENT_REASONS, STUCK_REASONS, type StuckReason } from '../../server/common/stuck-reasons';
+import { stuckQuery, type StuckScope } from '../../server/stuck/predicates';
 import { actorFor, callerFor } from '../support/callers';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { createProject, waitWorkflow, workflowFrom } from '../support/fixtures';
@@ -10,7 +11,7 @@ import { createProject, waitWorkflow, workflowFrom } from '../support/fixtures';
 // executions.list({ stuck }) walks the list's order in windows and probes each execution,
 // falling back to the stuck set past a window (server/read/executions/list.ts). Whichever way
 // a page is read, it must hold exactly the executions the stuck predicates select read
-// as a set (server/repair/stuck.ts, as counts, groups and bulk repairs read them), in
+// as a set (server/stuck/predicates.ts, as counts, groups and bulk repairs read them), in
 // the list's order: checked here on a seeded mix of every reason, of states just short
 // of one (within the grace, not the current step, a lease still running), of emails
 // failed or unconfirmed on executions in any status, and of ties on startedAt, with

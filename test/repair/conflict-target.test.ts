@@ -5,7 +5,7 @@ import type { WorkflowInput } from '../../server/engine/definition';
 import { enroll } from '../../server/engine/enrollment';
 import { trackEvent } from '../../server/engine/events';
 import { applyRepair, previewRepair } from '../../server/repair/actions';
-import type { ExecutionSnapshot } from '../../server/repair/target';
+import type { ExecutionSnapshot } from '../../server/repair/snapshot';
 import { ConflictError } from '../../server/trpc/trpc';
 import { actorFor, callerFor } from '../support/callers';
 import { freshDatabase, type TestDatabase } from '../support/database';

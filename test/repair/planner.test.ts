@@ -7,7 +7,7 @@ import { claimMayMove, TRANSITIONS } from '../../server/engine/transitions';
 import { planAction } from '../../server/repair/actions';
 import { ACTION_CLAIMS, planCancel, planRetryStep, planSkipStep, planWaitResolution, planResumeContinuation, REPAIR_ACTIONS, type RepairAction } from '../../server/repair/planner';
 import { REPAIRS } from '../../server/repair/actions';
-import type { ExecutionSnapshot, StepRowSummary } from '../../server/repair/target';
+import type { ExecutionSnapshot, StepRowSummary } from '../../server/repair/snapshot';
 
 // The repair planner on its own, no database: every execution state an operator meets ×
 // every execution action, allowed or

@@ -1,5 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { countStuck, listStuck, STUCK_REASONS, stuckGroupsQuery, stuckPageQuery, stuckQuery } from '../../server/repair/stuck';
+import { STUCK_REASONS } from '../../server/common/stuck-reasons';
+import { countStuck } from '../../server/stuck/counts';
+import { stuckGroupsQuery } from '../../server/stuck/groups';
+import { listStuck, stuckPageQuery } from '../../server/stuck/list';
+import { stuckQuery } from '../../server/stuck/predicates';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { explain, planNodes } from '../support/explain';
 import { createProject, waitWorkflow, workflowFrom } from '../support/fixtures';

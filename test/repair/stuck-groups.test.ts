@@ -5,7 +5,7 @@ import { checkInvariants } from '../../server/engine/invariants';
 import { advanceExecution, claimStep, failStep } from '../../server/engine/claims';
 import { Prisma } from '../../server/db';
 import { applyMany, runMany, type BulkProgress } from '../../server/repair/bulk';
-import { normalisedError, stuckGroups } from '../../server/repair/stuck';
+import { normalisedError, stuckGroups } from '../../server/stuck/groups';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { runStepsOnly } from '../support/drive';
 import { createProject, stepId, waitWorkflow, workflowFrom } from '../support/fixtures';

@@ -3,7 +3,7 @@
 import { useQuery } from '@tanstack/react-query';
 import Link from 'next/link';
 import type { ReactNode } from 'react';
-import { STUCK_DESCRIPTIONS, SELF_HEALING, type StuckReason } from '@/server/repair/stuck-reasons';
+import { SELF_HEALING, STUCK_DESCRIPTIONS, type StuckReason } from '@/server/common/stuck-reasons';
 import { Badge, StatusBadge, StuckBadge } from '../../_components/badges';
 import { JsonView } from '../../_components/json-view';
 import { Freshness, LIVE_REFRESH_MS, LoadError, Panel } from '../../_components/panel';

@@ -1,7 +1,7 @@
 import { Prisma, type DbTx } from '../../db';
 import { readExecutionState, type ExecutionState, type StepClaim, type UnclaimableStep } from './execution';
 import { batchClaimColumns, claimValues, eventResumesWait, executionStillClaimed, moveTo, secondsFromNow, stepRowClaim, stepStillClaimed } from './fragments';
-import type { Lost, Won } from './index';
+import type { Lost, Won } from './result';
 
 // Completing a claimed step, the workers' side: advance the execution, park it at a wait,
 // or record a failed attempt. Each is one statement fenced by the claim it completes

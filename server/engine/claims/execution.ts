@@ -1,6 +1,6 @@
 import { Prisma, type DbTx } from '../../db';
 import { claimValues, executionStillClaimed, secondsFromNow, stepRowClaim, stepStillClaimed } from './fragments';
-import type { Lost, Won } from './index';
+import type { Lost, Won } from './result';
 
 // Execution claims, the workers' side: enroll (insert executions), claim a step and keep
 // its lease. Completing the step (advance, park, fail) is in completion.ts.

@@ -1,6 +1,5 @@
 import { Prisma } from '../../db';
 import { ACTIVE_STATUSES, executionFrom, NO_ROW, stepFrom, TRANSITIONS, type ClaimName, type Transition } from '../transitions';
-import type { StepClaim } from './execution';
 
 // The pieces of SQL that more than one claim's statement is made of, each written once:
 // a fence or guard changed here changes every claim that relies on it. Each piece names
@@ -73,8 +72,8 @@ export interface ClaimRef {
   claimToken: Prisma.Sql;
 }
 
-/** One claim, as bound values. */
-export function claimValues(claim: StepClaim): ClaimRef {
+/** One claim, as bound values (what the fence reads of execution.ts's StepClaim). */
+export function claimValues(claim: { executionId: string; version: number; stepId: string; stepExecutionId: string; claimToken: string }): ClaimRef {
   return {
     executionId: Prisma.sql`${claim.executionId}::uuid`,
     version: Prisma.sql`${claim.version}`,

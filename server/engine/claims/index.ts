@@ -14,15 +14,14 @@
 // One file per table and audience: execution.ts (enroll, claim a step, keep its lease),
 // completion.ts (advance, park, fail a claimed step), waits.ts (event, timer and operator
 // resolving a wait; the continuation), outbox.ts (tracked events and queued emails),
-// operator.ts (server/repair's claims), and fragments.ts (the SQL pieces several
-// statements share: the completion fence, intervals, the event channel, the operators'
-// guards). The first comment line of each function names the invariant it protects;
+// operator.ts (server/repair's claims), fragments.ts (the SQL pieces several statements
+// share: the completion fence, intervals, the event channel, the operators' guards) and
+// result.ts (Won and Lost, what every claim answers). The first comment line of each function names the invariant it protects;
 // its SQL opens with `-- <function name>`, so pg_stat_activity and lock waits say which
 // claim is running. test/engine/claims-lint.test.ts checks both, and that every exported
 // claim is one statement with a version or status predicate.
 
-export type Lost<C> = { won: false; current: C };
-export type Won<T> = { won: true } & T;
+export type { Lost, Won } from './result';
 
 export * from './execution';
 export * from './completion';

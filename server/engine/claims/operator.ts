@@ -10,7 +10,7 @@ import {
   stepRowMayMove,
   stepStatuses,
 } from './fragments';
-import type { Lost, Won } from './index';
+import type { Lost, Won } from './result';
 import { readMessageState, type MessageState, type MessageStatus } from './outbox';
 
 // Operators' claims (server/repair): the same fences as workers', carrying the version

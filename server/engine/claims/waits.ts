@@ -2,7 +2,7 @@ import { Prisma, type DbTx } from '../../db';
 import type { ResumeEvent } from './completion';
 import { readExecutionState, type ExecutionState, type StepClaim } from './execution';
 import { bumpExecutionsOfResolvedWaits, eventChannelKey, eventResumesWait, moveTo, parkedWaitWindow, seconds, secondsFromNow, stepRowClaim } from './fragments';
-import type { Lost, Won } from './index';
+import type { Lost, Won } from './result';
 
 // Wait claims: an event, the timer and an operator compete for the same claim on a
 // WAITING step row (I4: resolved at most once), then the continuation moves the

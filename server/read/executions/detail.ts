@@ -1,6 +1,6 @@
 import { type DbTx } from '../../db';
 import { DEFAULT_ENGINE_CONFIG } from '../../engine/context';
-import { type StuckItem, type StuckScope } from '../../repair/stuck';
+import type { StuckItem, StuckScope } from '../../stuck/predicates';
 import { actorLabels } from '../actors';
 import { stuckOfExecutionsQuery, type ExecutionListItem } from './list';
 

@@ -1,16 +1,15 @@
 import { Prisma, type DbTx } from '../../db';
+import { STUCK_REASONS, type StuckReason } from '../../common/stuck-reasons';
 import {
   executionReasons,
-  STUCK_REASONS,
-  stuckExecutionIds,
-  stuckEmailExecutionIds,
-  stuckReasonsByStatus,
   STUCK_EXECUTION_STATUS,
+  stuckEmailExecutionIds,
+  stuckExecutionIds,
   stuckOfExecution,
   stuckQuery,
-  type StuckReason,
+  stuckReasonsByStatus,
   type StuckScope,
-} from '../../repair/stuck';
+} from '../../stuck/predicates';
 import type { KeysetPosition } from '../cursor';
 import { directionOf, keysetClause, twoWayPage, type TwoWayPage } from '../keyset';
 
@@ -87,7 +86,7 @@ export const STUCK_EMAIL_WINDOW = 20_000;
  * executions.list as one SQL statement: newest first on (startedAt, id), which the
  * (projectId | projectId, status | workflowId | currentStepId; startedAt DESC, id DESC)
  * indexes serve in order (backwards for the previous page), so a page stops after LIMIT
- * rows; stuck reasons are the predicates of server/repair/stuck.ts. Fetches limit + 1
+ * rows; stuck reasons are the predicates of server/stuck/predicates.ts. Fetches limit + 1
  * rows to know whether a further page exists.
  */
 export function executionListQuery(f: ExecutionFilter): Prisma.Sql {

@@ -1,5 +1,6 @@
 import type { DbTx } from '../../db';
-import { stuckByReason, type StuckScope } from '../../repair/stuck';
+import { stuckByReason } from '../../stuck/counts';
+import type { StuckScope } from '../../stuck/predicates';
 import { projectCountsFigure } from '../console-figures';
 import { EXECUTION_STATUS_LIST, type ExecutionStatusName } from './list';
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ExecutionStatus } from '../../generated/prisma/enums';
-import { STUCK_REASONS } from '../../repair/stuck';
+import { STUCK_REASONS } from '../../common/stuck-reasons';
 import { id, instant, limit, text } from '../../inputs';
 import { cursor } from '../keyset';
 

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { BULK_MAX } from '../../repair/bulk';
 import { REPAIR_ACTIONS } from '../../repair/planner';
 import { MESSAGE_REPAIR_ACTIONS } from '../../repair/messages';
-import { STUCK_REASONS } from '../../repair/stuck';
+import { STUCK_REASONS } from '../../common/stuck-reasons';
 import { id, label, limit, reason, version } from '../../inputs';
 import { cursor } from '../keyset';
 import { executionFilterInput } from './executions.schema';

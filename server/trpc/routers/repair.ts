@@ -4,7 +4,8 @@ import { applyOneRepair, choicesOf, repairRequestOf, type ApplyOneResult } from 
 import { applyManyAudited } from '../../repair/bulk-run';
 import { isMessageRepairAction, messageRepairOptionsFor, previewMessageRepair } from '../../repair/messages';
 import { RepairNotFound } from '../../repair/target';
-import { listStuck, STUCK_DESCRIPTIONS } from '../../repair/stuck';
+import { STUCK_DESCRIPTIONS } from '../../common/stuck-reasons';
+import { listStuck } from '../../stuck/list';
 import { stuckGroupsFigure } from '../../read/console-figures';
 import { encodeCursor } from '../keyset';
 import { requireWorkflow, stuckScope } from '../scope';

@@ -1,5 +1,5 @@
 // The stuck reasons and what they mean, with no server dependencies, so the console's
-// components can name them too. Their SQL predicates live in stuck.ts.
+// components can name them too. Their SQL predicates live in server/stuck/predicates.ts.
 
 export const STUCK_REASONS = [
   'WAIT_OVERDUE',
@@ -25,6 +25,9 @@ export const STUCK_DESCRIPTIONS: Record<StuckReason, string> = {
   MESSAGE_UNCONFIRMED: 'its email was being sent when the sender stopped renewing its lease (it died, or its provider never answered): nobody knows whether it went out',
   MESSAGE_FAILED: 'sending its email failed, and an email is never resent by itself',
 };
+
+/** Reasons whose subject is an event, not an execution. */
+export const EVENT_REASONS: readonly StuckReason[] = ['EVENT_DEAD', 'EVENT_PENDING'];
 
 /** Reasons whose subject is an email (a Message row) of an execution. */
 export const MESSAGE_REASONS: readonly StuckReason[] = ['MESSAGE_UNCONFIRMED', 'MESSAGE_FAILED'];

@@ -5,13 +5,11 @@ import { Prisma, type DbTx } from '../db';
 // repair.stuck, executions.list({ stuck }), executions.stats, the tests, the bench and the console.
 // Every predicate starts from a small partial index (the timer, lease, continuation,
 // ready-queue, event-queue and message-outcome indexes), so it stays an index scan at millions of rows
-// (test/repair/stuck-explain.test.ts).
+// (test/repair/stuck-explain.test.ts). A read model under both server/read and
+// server/repair: list.ts reads them a page at a time, groups.ts by cause, counts.ts per
+// reason and place; the reasons' names and meanings are server/common/stuck-reasons.ts.
 
-export { STUCK_REASONS, STUCK_DESCRIPTIONS, SELF_HEALING, MESSAGE_REASONS, type StuckReason } from './stuck-reasons';
-import { MESSAGE_REASONS, STUCK_REASONS, type StuckReason } from './stuck-reasons';
-
-/** Reasons whose subject is an event, not an execution. */
-export const EVENT_REASONS: readonly StuckReason[] = ['EVENT_DEAD', 'EVENT_PENDING'];
+import { EVENT_REASONS, MESSAGE_REASONS, STUCK_REASONS, type StuckReason } from '../common/stuck-reasons';
 
 export interface StuckItem {
   reason: StuckReason;
@@ -129,6 +127,7 @@ function stepItem(
 ): Prisma.Sql {
   if (typeof reading === 'object') {
     return Prisma.sql`
+        -- stuck.executionItem.fenced
         SELECT ${columns(Prisma.sql`e.id`)}
           FROM ${probedExecution(reading.execution)}
           CROSS JOIN LATERAL (
@@ -136,6 +135,7 @@ function stepItem(
          WHERE e."projectId" = ${s.projectId}::uuid AND e.status = ${statusOf(reason)} ${workflowFilter(s)} AND ${step}`;
   }
   return Prisma.sql`
+        -- stuck.executionItem
         SELECT ${columns(Prisma.sql`s."executionId"`)}
           FROM "StepExecution" s
           ${executionOf(Prisma.sql`s."executionId"`, Prisma.sql`AND e.status = ${statusOf(reason)} AND e."currentStepId" = s."stepId"`, s, reading)}
@@ -158,12 +158,14 @@ function emailConditions(reason: 'MESSAGE_UNCONFIRMED' | 'MESSAGE_FAILED', s: St
 function messageItem(s: StuckScope, reading: StuckReading, columns: Prisma.Sql, message: Prisma.Sql): Prisma.Sql {
   if (typeof reading === 'object') {
     return Prisma.sql`
+        -- stuck.messageItem.fenced
         SELECT ${columns}
           FROM ${probedExecution(reading.execution)}
           CROSS JOIN LATERAL (SELECT m.* FROM "Message" m WHERE m."executionId" = e.id ${FENCE}) m
          WHERE e."projectId" = ${s.projectId}::uuid ${workflowFilter(s)} AND m."projectId" = ${s.projectId}::uuid AND ${message}`;
   }
   return Prisma.sql`
+        -- stuck.messageItem
         SELECT ${columns}
           FROM "Message" m
           ${executionOf(Prisma.sql`m."executionId"`, Prisma.empty, s, reading)}
@@ -217,6 +219,7 @@ export function stuckQuery(reason: StuckReason, s: StuckScope, reading: StuckRea
       // Due for a worker for longer than the grace, and no worker holds its step: no
       // step row yet, or one waiting for its retry. (A held-but-dead step is LEASE_EXPIRED.)
       return Prisma.sql`
+        -- stuck.MISSING_STEP
         SELECT 'MISSING_STEP' AS reason, e.id AS "itemId", e.id AS "executionId", NULL::uuid AS "eventId", e."workflowId", e."contactId",
                e."readyAt" AS since,
                jsonb_build_object('stepId', e."currentStepId", 'stepStatus', s.status, 'attempt', s.attempt, 'version', e.version) AS detail
@@ -239,6 +242,7 @@ export function stuckQuery(reason: StuckReason, s: StuckScope, reading: StuckRea
       );
     case 'EVENT_DEAD':
       return Prisma.sql`
+        -- stuck.EVENT_DEAD
         SELECT 'EVENT_DEAD' AS reason, ev.id AS "itemId", NULL::uuid AS "executionId", ev.id AS "eventId", NULL::uuid AS "workflowId", ev."contactId",
                ev."deadAt" AS since,
                jsonb_build_object('name', ev.name, 'attempts', ev."dispatchAttempts", 'lastError', ev."lastError",
@@ -248,6 +252,7 @@ export function stuckQuery(reason: StuckReason, s: StuckScope, reading: StuckRea
            AND ${s.workflowId ?? null}::uuid IS NULL ${noExecution(reading)}`;
     case 'EVENT_PENDING':
       return Prisma.sql`
+        -- stuck.EVENT_PENDING
         SELECT 'EVENT_PENDING' AS reason, ev.id AS "itemId", NULL::uuid AS "executionId", ev.id AS "eventId", NULL::uuid AS "workflowId", ev."contactId",
                ev."createdAt" AS since,
                jsonb_build_object('name', ev.name, 'attempts', ev."dispatchAttempts", 'lastError', ev."lastError",
@@ -258,6 +263,7 @@ export function stuckQuery(reason: StuckReason, s: StuckScope, reading: StuckRea
            AND ${s.workflowId ?? null}::uuid IS NULL ${noExecution(reading)}`;
     case 'FAILED':
       return Prisma.sql`
+        -- stuck.FAILED
         SELECT 'FAILED' AS reason, e.id AS "itemId", e.id AS "executionId", NULL::uuid AS "eventId", e."workflowId", e."contactId",
                COALESCE(e."finishedAt", e."updatedAt") AS since,
                jsonb_build_object('stepExecutionId', s.id, 'stepId', s."stepId", 'attempt', s.attempt, 'error', e."lastError",
@@ -295,203 +301,24 @@ export function stuckQuery(reason: StuckReason, s: StuckScope, reading: StuckRea
   }
 }
 
-function union(reasons: readonly StuckReason[], s: StuckScope, reading: StuckReading = 'set'): Prisma.Sql {
+/** The items of these reasons, as one query (their predicates, UNION ALL). */
+export function union(reasons: readonly StuckReason[], s: StuckScope, reading: StuckReading = 'set'): Prisma.Sql {
   return Prisma.join(
     reasons.map((r) => Prisma.sql`(${stuckQuery(r, s, reading)})`),
     ' UNION ALL ',
   );
 }
 
-export interface StuckCursor {
-  since: Date;
-  id: string;
-}
-
-export type StuckPageScope = StuckScope & StuckGroupFilter & { reasons?: readonly StuckReason[]; cursor?: StuckCursor | null; limit: number };
-
-/** A page of stuck items, and one more row to know whether another page follows (exported for its EXPLAIN test). */
-export function stuckPageQuery(s: StuckPageScope): Prisma.Sql {
-  const reasons = s.reasons?.length ? s.reasons : STUCK_REASONS;
-  const conditions = groupConditions(s);
-  if (s.cursor) {
-    // The first half lets the driving index start at the cursor; the second is exact.
-    conditions.push(Prisma.sql`x.since <= ${s.cursor.since}::timestamptz`);
-    conditions.push(Prisma.sql`(x.since, x."itemId") < (${s.cursor.since}::timestamptz, ${s.cursor.id}::uuid)`);
-  }
-  const where = conditions.length ? Prisma.sql`WHERE ${Prisma.join(conditions, ' AND ')}` : Prisma.empty;
-  const page = Prisma.sql`ORDER BY x.since DESC, x."itemId" DESC LIMIT ${s.limit + 1}::int`;
-  const pages = Prisma.join(
-    reasons.map((r) => Prisma.sql`(SELECT * FROM (${stuckQuery(r, s, 'page')}) x ${where} ${page})`),
-    ' UNION ALL ',
-  );
-  return Prisma.sql`SELECT * FROM (${pages}) x ${page}`;
-}
-
-/**
- * Stuck items, newest first, keyset-paginated on (since, itemId). Each reason's page is
- * taken on its own, in its driving index's order, and the pages are merged: reading a
- * page costs its rows, not the number of stuck items.
- */
-export async function listStuck(
-  db: DbTx,
-  s: StuckPageScope,
-): Promise<{ items: StuckItem[]; nextCursor: StuckCursor | null }> {
-  const rows = await db.$queryRaw<StuckItem[]>(stuckPageQuery(s));
-  const items = rows.slice(0, s.limit);
-  const last = items[items.length - 1];
-  return {
-    items,
-    nextCursor: rows.length > s.limit && last ? { since: last.since, id: last.itemId } : null,
-  };
-}
-
-// ---------------------------------------------------------------------------
-// Grouping by cause: an operator repairs an incident, not ten thousand rows one by one.
-// A group is (reason, workflow, step, normalised error): the same failure with different
-// numbers, ids or quoted values in its message ("timeout after 3012 ms", "timeout after
-// 5000 ms") is one cause. Grouping and bulk selection read the same two expressions below
-// over the same predicates, so a group's count is exactly what a bulk repair of it selects.
-
-/** The step an item is about (null for events and emails). */
-const itemStep = Prisma.sql`(x.detail->>'stepId')`;
+/** The step an item (a row `x` of the predicates) is about (null for events and emails). */
+export const itemStep = Prisma.sql`(x.detail->>'stepId')`;
 /** The error text an item carries: a failed step's or email's error, an event's last dispatch error. */
-const itemError = Prisma.sql`COALESCE(x.detail->>'error', x.detail->>'lastError')`;
-
-/**
- * An error text with what varies between occurrences of one cause replaced: uuids by
- * <uuid>, quoted values by "…" (a quote opening after a letter is an apostrophe and
- * stays; a quoted key, followed by a colon, as in a JSON error, stays), numbers by <n>;
- * blanks squeezed, at most 300 characters. NULL stays NULL.
- */
-export function normalisedError(text: Prisma.Sql): Prisma.Sql {
-  return Prisma.sql`left(btrim(regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(
-      ${text},
-      '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}', '<uuid>', 'g'),
-      '(^|[^[:alnum:]])"[^"]*"(?![[:space:]]*:)', '\\1"…"', 'g'),
-      '(^|[^[:alnum:]])''[^'']*''(?![[:space:]]*:)', '\\1''…''', 'g'),
-      '[0-9]+([.,][0-9]+)*', '<n>', 'g'),
-      '[[:space:]]+', ' ', 'g')), 300)`;
-}
-
-/**
- * One group of stuck items, or part of one: undefined means any; null means "none" (an
- * event's group has no step; a wait's no error).
- */
-export interface StuckGroupFilter {
-  stepId?: string | null;
-  /** normalisedError() of the items' error text, as stuckGroups reports it. */
-  errorPattern?: string | null;
-}
-
-function groupConditions(f: StuckGroupFilter): Prisma.Sql[] {
-  const conditions: Prisma.Sql[] = [];
-  if (f.stepId !== undefined) {
-    conditions.push(f.stepId === null ? Prisma.sql`${itemStep} IS NULL` : Prisma.sql`${itemStep} = ${f.stepId}`);
-  }
-  if (f.errorPattern !== undefined) {
-    const pattern = normalisedError(itemError);
-    conditions.push(f.errorPattern === null ? Prisma.sql`${pattern} IS NULL` : Prisma.sql`${pattern} = ${f.errorPattern}`);
-  }
-  return conditions;
-}
-
-export interface StuckGroupSample {
-  itemId: string;
-  executionId: string | null;
-  eventId: string | null;
-  contactId: string | null;
-  contactEmail: string | null;
-  /** The sample's error text as it is (not normalised). */
-  error: string | null;
-  /** An event's name. */
-  name: string | null;
-}
-
-export interface StuckGroup {
-  reason: StuckReason;
-  workflowId: string | null;
-  workflowName: string | null;
-  stepId: string | null;
-  stepName: string | null;
-  stepType: string | null;
-  /** The error text with its varying parts replaced (null: the items carry no error). */
-  errorPattern: string | null;
-  count: number;
-  oldest: Date;
-  newest: Date;
-  /** The oldest item of the group. */
-  sample: StuckGroupSample;
-  /** Of a LEASE_EXPIRED group: the most attempts any of its steps had (a poison step is left to operators). */
-  maxAttempt: number | null;
-}
-
-/** The grouping query (exported for its EXPLAIN test): one row per cause, biggest first. */
-export function stuckGroupsQuery(s: StuckScope & { reasons?: readonly StuckReason[] }): Prisma.Sql {
-  const reasons = s.reasons?.length ? s.reasons : STUCK_REASONS;
-  return Prisma.sql`
-    WITH g AS (
-      SELECT x.reason, x."workflowId", ${itemStep} AS "stepId", ${normalisedError(itemError)} AS "errorPattern",
-             count(*)::int AS count, min(x.since) AS oldest, max(x.since) AS newest,
-             max((x.detail->>'attempt')::int) AS "maxAttempt",
-             (array_agg(jsonb_build_object('itemId', x."itemId", 'executionId', x."executionId", 'eventId', x."eventId",
-                                           'contactId', x."contactId", 'error', ${itemError}, 'name', x.detail->>'name')
-                        ORDER BY x.since, x."itemId"))[1] AS sample
-        FROM (${union(reasons, s)}) x
-       GROUP BY 1, 2, 3, 4
-    )
-    SELECT g.reason, g."workflowId", w.name AS "workflowName", g."stepId", st.name AS "stepName", st.type::text AS "stepType",
-           g."errorPattern", g.count, g.oldest, g.newest, g."maxAttempt",
-           g.sample || jsonb_build_object('contactEmail', c.email) AS sample
-      FROM g
-      LEFT JOIN "Workflow" w ON w.id = g."workflowId"
-      LEFT JOIN "WorkflowStep" st ON st.id = g."stepId"::uuid
-      LEFT JOIN "Contact" c ON c.id = (g.sample->>'contactId')::uuid
-     ORDER BY g.count DESC, g.oldest, g.reason, g."stepId", g."errorPattern"
-     LIMIT 500`;
-}
-
-/** Every stuck item grouped by cause (at most 500 groups, biggest first). */
-export async function stuckGroups(db: DbTx, s: StuckScope & { reasons?: readonly StuckReason[] }): Promise<StuckGroup[]> {
-  return db.$queryRaw<StuckGroup[]>(stuckGroupsQuery(s));
-}
-
-/** How many items each reason has at one place (workflow and step; null for events, and for emails' step). */
-export interface StuckCount {
-  reason: StuckReason;
-  workflowId: string | null;
-  stepId: string | null;
-  n: number;
-}
-
-/** The counting query (exported for its EXPLAIN test): items per (reason, workflow, step), in one pass over the predicates. */
-export function stuckCountsQuery(s: StuckScope): Prisma.Sql {
-  return Prisma.sql`
-    SELECT x.reason, x."workflowId", ${itemStep} AS "stepId", count(*)::int AS n
-      FROM (${union(STUCK_REASONS, s)}) x
-     GROUP BY 1, 2, 3`;
-}
-
-/** How many items each reason has, per workflow and step (the console's counts are sums of these). */
-export async function countStuckByPlace(db: DbTx, s: StuckScope): Promise<StuckCount[]> {
-  return db.$queryRaw<StuckCount[]>(stuckCountsQuery(s));
-}
-
-/** The items per reason of some stuck counts (all reasons, zero included). */
-export function stuckByReason(counts: readonly StuckCount[]): Record<StuckReason, number> {
-  const byReason = Object.fromEntries(STUCK_REASONS.map((r) => [r, 0])) as Record<StuckReason, number>;
-  for (const c of counts) byReason[c.reason] += c.n;
-  return byReason;
-}
-
-/** How many items each reason has (all reasons, zero included). */
-export async function countStuck(db: DbTx, s: StuckScope): Promise<Record<StuckReason, number>> {
-  return stuckByReason(await countStuckByPlace(db, s));
-}
+export const itemError = Prisma.sql`COALESCE(x.detail->>'error', x.detail->>'lastError')`;
 
 /** The reasons one execution is stuck for right now (the console's detail page, previews). */
 export async function stuckReasonsOf(db: DbTx, s: StuckScope, executionId: string): Promise<StuckItem[]> {
   const executionReasons = STUCK_REASONS.filter((r) => !EVENT_REASONS.includes(r));
   return db.$queryRaw<StuckItem[]>`
+    -- stuckReasonsOf
     SELECT * FROM (${union(executionReasons, s)}) x WHERE x."executionId" = ${executionId}::uuid`;
 }
 
@@ -514,7 +341,8 @@ export function stuckOfExecution(reasons: readonly StuckReason[], s: StuckScope,
 
 /** The ids of the executions stuck for one of these execution reasons now: the predicates read as a set. */
 export function stuckExecutionIds(reasons: readonly StuckReason[], s: StuckScope): Prisma.Sql {
-  return Prisma.sql`SELECT x."executionId" FROM (${union(executionReasons(reasons), s)}) x`;
+  return Prisma.sql`-- stuckExecutionIds
+      SELECT x."executionId" FROM (${union(executionReasons(reasons), s)}) x`;
 }
 
 /**
@@ -527,7 +355,8 @@ export function stuckEmailExecutionIds(reasons: readonly StuckReason[], s: Stuck
   const emails = executionReasons(reasons);
   if (!emails.every((r): r is 'MESSAGE_UNCONFIRMED' | 'MESSAGE_FAILED' => MESSAGE_REASONS.includes(r))) return null;
   return Prisma.join(
-    emails.map((r) => Prisma.sql`SELECT m."executionId" FROM "Message" m WHERE m."projectId" = ${s.projectId}::uuid AND ${emailConditions(r, s)}`),
+    emails.map((r) => Prisma.sql`-- stuck.emailExecutionIds
+        SELECT m."executionId" FROM "Message" m WHERE m."projectId" = ${s.projectId}::uuid AND ${emailConditions(r, s)}`),
     ' UNION ALL ',
   );
 }

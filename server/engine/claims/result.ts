@@ -1,0 +1,6 @@
+// What every claim answers: it won (with what it changed), or it lost (with the row as it
+// is now, for the caller to explain). Its own module, so the claim files need not import
+// the folder's index, which re-exports them.
+
+export type Lost<C> = { won: false; current: C };
+export type Won<T> = { won: true } & T;
