@@ -1,5 +1,5 @@
 import { NextResponse, type NextRequest } from 'next/server';
-import { REQUEST_PATH_HEADER, SESSION_COOKIE_NAMES } from './server/auth/cookies';
+import { REQUEST_PATH_HEADER, SESSION_COOKIE_NAMES } from './server/common/cookies';
 import { apiSecurityHeaders, pageSecurityHeaders } from './server/http/security-headers';
 import { undecodableAddress } from './server/http/request-target';
 

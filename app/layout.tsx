@@ -3,7 +3,7 @@ import { headers } from 'next/headers';
 import { redirect } from 'next/navigation';
 import type { ReactNode } from 'react';
 import Link from 'next/link';
-import { REQUEST_PATH_HEADER } from '@/server/auth/cookies';
+import { REQUEST_PATH_HEADER } from '@/server/common/cookies';
 import { databaseUnavailable } from '@/server/database-unavailable';
 import { pendingInvitationCount, signedInPerson, type SignedInPerson } from '@/server/http/server-caller';
 import { DatabaseUnavailableDocument } from './_components/database-unavailable';

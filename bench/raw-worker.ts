@@ -16,7 +16,7 @@ import {
 import { runStep } from '../server/engine/steps';
 import { IDLE_QUEUE_POLL_MS } from '../server/engine/worker';
 import { nextStepId, type WorkflowGraph } from '../server/engine/workflow-graph';
-import type { StepType } from '../server/engine/definition';
+import type { StepType } from '../server/common/workflow-definition';
 import { prepared, recordStatement, type Statement } from './support';
 
 // The raw baseline's worker process: the same passes as scripts/worker.ts runs, the same

@@ -1,5 +1,5 @@
 import type { Db } from '../server/db';
-import type { WorkflowInput } from '../server/engine/definition';
+import type { WorkflowInput } from '../server/common/workflow-definition';
 import { enrollBatch } from '../server/engine/enrollment';
 import { createWorkflow } from '../server/engine/workflows';
 

@@ -1,4 +1,4 @@
-import type { WorkflowInput } from '../server/engine/definition';
+import type { WorkflowInput } from '../server/common/workflow-definition';
 import type { Api, ClientLog } from './api';
 import type { Rng } from './schedule';
 

@@ -1,7 +1,7 @@
 import { hashPassword } from 'better-auth/crypto';
 import type { Db } from '../server/db';
 import { createEngineContext } from '../server/engine/context';
-import type { WorkflowInput } from '../server/engine/definition';
+import type { WorkflowInput } from '../server/common/workflow-definition';
 import { enroll } from '../server/engine/enrollment';
 import { trackEvent } from '../server/engine/events';
 import { runWorkerOnce } from '../server/engine/worker';

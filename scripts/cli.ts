@@ -6,7 +6,7 @@ import { consoleBaseUrl, invitationLink, inviteMember } from '../server/auth/inv
 import type { Db } from '../server/db';
 import { parseEnv } from '../server/env';
 import { migrate } from '../server/migrator';
-import { ROLES } from '../server/auth/roles';
+import { ROLES } from '../server/common/roles';
 import { CLI_ACTOR, databaseUrl, optionsOf, say, UsageError, withDb } from './cli/common';
 import { enrollCsvCommand } from './cli/enroll-csv';
 import { ROOT } from './database';

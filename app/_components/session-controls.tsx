@@ -1,12 +1,10 @@
 'use client';
 
 import { useState } from 'react';
+import { PROJECT_COOKIE } from '@/server/common/cookies';
 import type { ProjectMembership } from '@/server/http/server-caller';
 
 // The top bar's controls that act in the browser: switching project and signing out.
-
-/** Must match server/auth/cookies.ts PROJECT_COOKIE (a client bundle cannot import server code). */
-const PROJECT_COOKIE = 'waypost_project';
 
 /**
  * Work in this project from now on: the switcher's cookie, then a full load of `then`

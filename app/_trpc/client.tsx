@@ -5,7 +5,7 @@ import { createTRPCClient, httpBatchLink, httpSubscriptionLink, splitLink } from
 import { createTRPCContext } from '@trpc/tanstack-react-query';
 import { useState, type ReactNode } from 'react';
 import superjson from 'superjson';
-import { MAX_BATCH_SIZE } from '@/server/trpc/batch';
+import { MAX_BATCH_SIZE } from '@/server/common/batch';
 import type { AppRouter } from '@/server/trpc/root';
 import { DatabaseBanner } from '../_components/database-banner';
 import { makeQueryClient } from './query-client';

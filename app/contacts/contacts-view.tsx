@@ -15,7 +15,7 @@ import { RelativeTime } from '../_components/time';
 import { useTRPC } from '../_trpc/client';
 import type { RouterOutputs } from '@/app/_trpc/types';
 import { CONTACT_SEARCH, mayManageContacts, type ListContactsInput } from './search';
-import type { Role } from '@/server/auth/roles';
+import type { Role } from '@/server/common/roles';
 
 type Row = RouterOutputs['contacts']['list']['items'][number] & { gone: boolean };
 

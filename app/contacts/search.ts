@@ -1,6 +1,6 @@
 import type { SearchSpec } from '../_components/search-params';
 import type { RouterInputs, RouterOutputs } from '@/app/_trpc/types';
-import { atLeast, type Role } from '@/server/auth/roles';
+import { atLeast, type Role } from '@/server/common/roles';
 
 /** The contacts page's URL keys: contacts.list's own input fields. */
 export const CONTACT_SEARCH: SearchSpec = { single: ['search', 'dataKey', 'dataValue', 'cursor', 'before'], multi: [] };

@@ -1,6 +1,6 @@
 import Papa from 'papaparse';
-import { parseRow } from '@/server/engine/enrollment-import/rows';
-import { jsonObjectIssue, type JsonObject } from '@/server/inputs';
+import { parseRow } from '@/server/common/enrollment-rows';
+import { jsonObjectIssue, type JsonObject } from '@/server/common/inputs';
 
 // A CSV enrollment file as the browser reads it, before anything is sent: decoded as
 // strict UTF-8, parsed with papaparse (as the server's importCsv parses), its header

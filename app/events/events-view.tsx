@@ -14,7 +14,7 @@ import { useTRPC } from '../_trpc/client';
 import type { RouterOutputs } from '@/app/_trpc/types';
 import { RedriveEvent } from './redrive-event';
 import { EVENT_SEARCH, type ListEventsInput } from './search';
-import { atLeast, type Role } from '@/server/auth/roles';
+import { atLeast, type Role } from '@/server/common/roles';
 
 type Row = RouterOutputs['events']['list']['items'][number] & { gone: boolean };
 

@@ -16,7 +16,7 @@ import { Age, RelativeTime } from '../_components/time';
 import { useTRPC } from '../_trpc/client';
 import { EXECUTION_SEARCH, type ListExecutionsInput } from './search';
 import type { RouterOutputs } from '@/app/_trpc/types';
-import { atLeast, type Role } from '@/server/auth/roles';
+import { atLeast, type Role } from '@/server/common/roles';
 
 type Row = RouterOutputs['executions']['list']['items'][number] & { gone: boolean };
 

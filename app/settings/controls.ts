@@ -1,4 +1,4 @@
-import type { Role } from '@/server/auth/roles';
+import type { Role } from '@/server/common/roles';
 
 // The Settings panels' controls: what each role may do where a role is chosen, and the
 // look of their inputs and buttons.

@@ -4,7 +4,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { LoadError } from '../_components/panel';
 import { useTRPC } from '../_trpc/client';
-import type { Role } from '@/server/auth/roles';
+import type { Role } from '@/server/common/roles';
 import { localDateTime } from '../_components/time';
 import { ConfirmAction } from './confirm-action';
 import { buttonClass, inputClass, quietButtonClass } from './controls';

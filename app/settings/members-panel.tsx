@@ -5,7 +5,7 @@ import { useState, type FormEvent } from 'react';
 import { LoadError, Panel } from '../_components/panel';
 import { useTRPC } from '../_trpc/client';
 import { InvitationsTable, InvitationLinkNotice } from './invitations-table';
-import type { Role } from '@/server/auth/roles';
+import type { Role } from '@/server/common/roles';
 import { localDateTime } from '../_components/time';
 import { ConfirmAction } from './confirm-action';
 import { ROLE_OPTIONS, buttonClass, inputClass } from './controls';

@@ -14,7 +14,7 @@ import { Age, RelativeTime } from '../_components/time';
 import { useTRPC } from '../_trpc/client';
 import type { RouterOutputs } from '@/app/_trpc/types';
 import { STUCK_SEARCH, type StuckGroupsInput } from './search';
-import { atLeast, type Role } from '@/server/auth/roles';
+import { atLeast, type Role } from '@/server/common/roles';
 
 type Group = RouterOutputs['repair']['stuckGroups']['groups'][number];
 

@@ -1,8 +1,8 @@
 import { preparedRaw, type Db } from '../db';
-import type { Role } from './roles';
+import type { Role } from '../common/roles';
 import { API_KEY_PATTERN, hashApiKey } from './api-keys';
 import { authFor } from './auth';
-import { PROJECT_COOKIE, PROJECT_HEADER } from './cookies';
+import { PROJECT_COOKIE, PROJECT_HEADER } from '../common/cookies';
 import { safeDecode } from '../url';
 
 // Who sent a request. Programs send `Authorization: Bearer <api key>`; people carry the

@@ -2,7 +2,7 @@ import { betterAuth } from 'better-auth';
 import { prismaAdapter } from 'better-auth/adapters/prisma';
 import type { Db } from '../db';
 import { env, EnvError, type Env } from '../env';
-import { AUTH_COOKIE_PREFIX, HOST_COOKIE_PREFIX } from './cookies';
+import { AUTH_COOKIE_PREFIX, HOST_COOKIE_PREFIX } from '../common/cookies';
 
 // People sign in with better-auth: email + password (its default scrypt hash), a session
 // row in PostgreSQL and an httpOnly SameSite=Lax cookie holding only the session token.

@@ -1,4 +1,4 @@
-import { stepConfigSchemas, type StepType } from './definition';
+import { stepConfigSchemas, type StepType } from '../common/workflow-definition';
 import type { OutgoingMessage } from './claims';
 
 // What each step type does, as a pure function of the step's config, the contact and the

@@ -1,4 +1,4 @@
-import type { StepType } from './definition';
+import type { StepType } from '../common/workflow-definition';
 
 // A workflow's graph as a process holds it (loaded by workflows.ts loadWorkflowGraph), and
 // the pure walks over it. Nothing here reaches the database, so the repair planner, which

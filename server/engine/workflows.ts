@@ -2,7 +2,7 @@ import type { Db, DbTx } from '../db';
 import { processSingleton } from '../process-registry';
 import { writeAudit, type Acting } from './audit';
 import { inEngineTransaction } from './transaction';
-import { workflowInput, stepConfigSchemas, type WorkflowInput } from './definition';
+import { workflowInput, stepConfigSchemas, type WorkflowInput } from '../common/workflow-definition';
 import type { StepNode, WorkflowGraph } from './workflow-graph';
 
 // Workflows are immutable once created (a change is a new workflow), so a process may

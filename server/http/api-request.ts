@@ -1,6 +1,6 @@
 import { TRPCError } from '@trpc/server';
 import { consoleOrigins } from '../auth/auth';
-import { MAX_BATCH_SIZE } from '../trpc/batch';
+import { MAX_BATCH_SIZE } from '../common/batch';
 import { safeDecode } from '../url';
 import { apiRateLimits, rateLimitMessage, rateLimitSubject } from './rate-limits';
 import { undecodableAddress } from './request-target';

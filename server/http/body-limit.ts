@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { SESSION_COOKIE_NAMES } from '../auth/cookies';
+import { SESSION_COOKIE_NAMES } from '../common/cookies';
 import { ANONYMOUS_BODY_BYTES, MAX_BODY_BYTES, tooLargeBody } from './api-request';
 import { apiSecurityHeaders } from './security-headers';
 

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
-import { SESSION_COOKIE_NAMES } from '../auth/cookies';
+import { SESSION_COOKIE_NAMES } from '../common/cookies';
 import { env, type Env } from '../env';
 import { processSingleton } from '../process-registry';
 

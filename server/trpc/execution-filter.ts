@@ -2,7 +2,7 @@ import { TRPCError } from '@trpc/server';
 import type { z } from 'zod';
 import type { DbTx } from '../db';
 import { contactInProject, type ExecutionFilter } from '../read/executions';
-import { id as idSchema } from '../inputs';
+import { id as idSchema } from '../common/inputs';
 import type { executionFilterInput } from './routers/executions.schema';
 import { requireWorkflow } from './scope';
 

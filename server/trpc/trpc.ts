@@ -4,11 +4,11 @@ import type { OpenApiMeta } from 'trpc-to-openapi';
 import { z, ZodError } from 'zod';
 import { db, type Db } from '../db';
 import { requestedProject, resolveActor, signedInPerson, type Actor } from '../auth/actor';
-import { PROJECT_COOKIE, PROJECT_HEADER } from '../auth/cookies';
-import { atLeast, type Role } from '../auth/roles';
+import { PROJECT_COOKIE, PROJECT_HEADER } from '../common/cookies';
+import { atLeast, type Role } from '../common/roles';
 import { databaseBusy, databaseUnavailable } from '../database-unavailable';
 import { asDatabaseUnavailable, DATABASE_RETRY_AFTER_SECONDS, databaseBusyError, databaseUnavailableError, internalErrorMessage } from './errors';
-import { id as rowId } from '../inputs';
+import { id as rowId } from '../common/inputs';
 
 // The tRPC entry points: the context every procedure sees, the error shape every client
 // relies on (docs/api.md, "Errors"), and the named procedure builders routers are written with.

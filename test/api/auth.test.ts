@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveActor } from '../../server/auth/actor';
 import { revokeApiKey } from '../../server/auth/admin';
 import { authFor, authSettings, createAuth, SIGN_IN_MAX_ATTEMPTS } from '../../server/auth/auth';
-import { PROJECT_COOKIE, PROJECT_HEADER } from '../../server/auth/cookies';
+import { PROJECT_COOKIE, PROJECT_HEADER } from '../../server/common/cookies';
 import { EnvError, parseEnv } from '../../server/env';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { createProject } from '../support/fixtures';
@@ -149,7 +149,7 @@ describe('cookie security follows the public address', () => {
     expect(session).toMatch(/;\s*Path=\/(;|$)/i);
     expect(session).not.toMatch(/;\s*Domain=/i);
     // The request proxy knows the name (it lets the visitor through to the console) and better-auth reads it back.
-    const { SESSION_COOKIE_NAMES } = await import('../../server/auth/cookies');
+    const { SESSION_COOKIE_NAMES } = await import('../../server/common/cookies');
     expect(SESSION_COOKIE_NAMES).toContain(session!.split('=')[0]);
     const back = await auth.api.getSession({ headers: new Headers({ cookie: session!.split(';')[0]! }) });
     expect(back?.user.email).toBe('frances@example.com');

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Prisma } from '../../server/db';
 import { contactEventsQuery, contactExecutionsQuery, contactListQuery, contactMessagesQuery, type ContactFilter } from '../../server/read/contacts';
-import { likePrefix } from '../../server/inputs';
+import { likePrefix } from '../../server/common/inputs';
 import { actorFor, callerFor } from '../support/callers';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { explain, planNodes, type PlanNode } from '../support/explain';

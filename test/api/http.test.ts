@@ -302,7 +302,7 @@ describe('security headers', () => {
 
 describe('bounded work per request', () => {
   it('a batch of more than MAX_BATCH_SIZE calls is refused with 400 before any runs; one of that size is served', async () => {
-    const { MAX_BATCH_SIZE } = await import('../../server/trpc/batch');
+    const { MAX_BATCH_SIZE } = await import('../../server/common/batch');
     const batch = (n: number) =>
       fetch(`${base}/api/trpc/${Array.from({ length: n }, () => 'health.invariants').join(',')}?batch=1&input=${encodeURIComponent(JSON.stringify({}))}`, {
         headers: { authorization: `Bearer ${apiKey}` },

@@ -4,7 +4,7 @@ import { resolveActor } from '../../server/auth/actor';
 import { hashInvitationToken } from '../../server/auth/invitations';
 import { closeDb, createDb, type Db } from '../../server/db';
 import { createCaller } from '../../server/trpc/root';
-import { PROJECT_HEADER } from '../../server/auth/cookies';
+import { PROJECT_HEADER } from '../../server/common/cookies';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { createProject } from '../support/fixtures';
 import { bearer, contextOf, createPerson, newApiKey, signIn } from '../support/auth';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { workflowInput } from '../../server/engine/definition';
+import { workflowInput } from '../../server/common/workflow-definition';
 import { waitWorkflow } from '../support/fixtures';
 
 function issues(input: unknown): string[] {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../server/db';
 import { createEngineContext } from '../../server/engine/context';
-import type { WorkflowInput } from '../../server/engine/definition';
+import type { WorkflowInput } from '../../server/common/workflow-definition';
 import { enroll } from '../../server/engine/enrollment';
 import { storeEvent, trackEvent } from '../../server/engine/events';
 import { checkInvariants, type InvariantResult } from '../../server/engine/invariants';

@@ -1,7 +1,7 @@
 import { TRPCError } from '@trpc/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEngineContext } from '../../server/engine/context';
-import type { WorkflowInput } from '../../server/engine/definition';
+import type { WorkflowInput } from '../../server/common/workflow-definition';
 import { enroll } from '../../server/engine/enrollment';
 import { trackEvent } from '../../server/engine/events';
 import { applyRepair, previewRepair } from '../../server/repair/actions';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { WorkflowInput } from '../../server/engine/definition';
+import type { WorkflowInput } from '../../server/common/workflow-definition';
 import { enroll } from '../../server/engine/enrollment';
 import { checkInvariants } from '../../server/engine/invariants';
 import { advanceExecution, claimStep, failStep } from '../../server/engine/claims';

@@ -3,7 +3,7 @@ import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seedDemo } from '../../prisma/seed';
 import { generateApiKey } from '../../server/auth/api-keys';
-import { MAX_BATCH_SIZE } from '../../server/trpc/batch';
+import { MAX_BATCH_SIZE } from '../../server/common/batch';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { ensureBuild } from '../../scripts/build';
 import { startWebServer, type WebServer } from '../support/web-server';

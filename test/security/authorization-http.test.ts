@@ -1,7 +1,7 @@
 import superjson from 'superjson';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Role } from '../../server/db';
-import { PROJECT_COOKIE, PROJECT_HEADER } from '../../server/auth/cookies';
+import { PROJECT_COOKIE, PROJECT_HEADER } from '../../server/common/cookies';
 import { createPerson, newApiKey } from '../support/auth';
 import { allowed, MATRIX, PROCEDURES, projectWithRows, refusalOf, ROLES, type MatrixReply, type ProjectRows } from '../support/authorization-matrix';
 import { freshDatabase, tableDigests, type TestDatabase } from '../support/database';

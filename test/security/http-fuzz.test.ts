@@ -1,7 +1,7 @@
 import net from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROJECT_COOKIE, PROJECT_HEADER } from '../../server/auth/cookies';
+import { PROJECT_COOKIE, PROJECT_HEADER } from '../../server/common/cookies';
 import { createPerson, newApiKey } from '../support/auth';
 import { freshDatabase, tableDigests, type TestDatabase } from '../support/database';
 import { createContact, createProject } from '../support/fixtures';

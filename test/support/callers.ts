@@ -4,7 +4,7 @@ import { expect } from 'vitest';
 import type { Db } from '../../server/db';
 import { createCaller } from '../../server/trpc/root';
 import type { Actor } from '../../server/auth/actor';
-import type { Role } from '../../server/auth/roles';
+import type { Role } from '../../server/common/roles';
 import type { Context } from '../../server/trpc/trpc';
 
 // Calling the router in-process as a given member of a project, without sign-in: the

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { Db } from '../../server/db';
 import { enroll } from '../../server/engine/enrollment';
-import type { WorkflowInput } from '../../server/engine/definition';
+import type { WorkflowInput } from '../../server/common/workflow-definition';
 import { createWorkflow } from '../../server/engine/workflows';
 import { driveFromStart } from './drive';
 

@@ -11,7 +11,7 @@ import { Freshness, LIVE_REFRESH_MS, LoadError, Panel } from '../../_components/
 import { RelativeTime, absoluteTime, formatDuration } from '../../_components/time';
 import { useTRPC } from '../../_trpc/client';
 import { mayManageContacts, type ContactDetail as Detail } from '../search';
-import type { Role } from '@/server/auth/roles';
+import type { Role } from '@/server/common/roles';
 import { DataEditor } from './data-editor';
 import { EnrollForm } from './enroll-form';
 import { JourneyTimeline } from './journey-timeline';

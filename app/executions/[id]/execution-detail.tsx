@@ -13,7 +13,7 @@ import { RepairPanel } from './repair-panel';
 import { LeaseHolder, type Detail } from './parts';
 import { Timeline } from './timeline';
 import { AuditPanel, EventsPanel } from './side-panels';
-import { type Role } from '@/server/auth/roles';
+import { type Role } from '@/server/common/roles';
 
 
 /**

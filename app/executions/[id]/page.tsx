@@ -6,7 +6,7 @@ import { InvalidLink } from '../../_components/invalid-link';
 import { issuesOf } from '../../_components/search-params';
 import { HydrateClient, getQueryClient, trpc } from '../../_trpc/server';
 import { ExecutionDetail } from './execution-detail';
-import { atLeast } from '@/server/auth/roles';
+import { atLeast } from '@/server/common/roles';
 
 export const dynamic = 'force-dynamic';
 export const metadata: Metadata = { title: 'Execution' };

@@ -9,7 +9,7 @@ import { REPAIR_ACTION_TEXT, RepairDialog } from '../../_components/repair-dialo
 import type { RepairApplied, RepairTarget } from '../../_components/repair-types';
 import { absoluteTime } from '../../_components/time';
 import { useTRPC } from '../../_trpc/client';
-import { atLeast, type Role } from '@/server/auth/roles';
+import { atLeast, type Role } from '@/server/common/roles';
 
 
 const first = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);

@@ -1,5 +1,5 @@
 import type { RouterOutputs } from '@/app/_trpc/types';
-import { createWorkflowInput } from '@/server/trpc/routers/workflows.schema';
+import { storableWorkflowInput } from '@/server/common/workflow-definition';
 
 // A workflow's definition as the console edits and draws it. The editor validates with
 // workflows.create's own input schema (zod only, safe in the browser), so what it accepts
@@ -89,7 +89,7 @@ function syntaxIssue(text: string, error: SyntaxError): DefinitionIssue {
 }
 
 export type Validation =
-  | { ok: true; value: ReturnType<typeof createWorkflowInput.parse>; draft: unknown; issues: [] }
+  | { ok: true; value: ReturnType<typeof storableWorkflowInput.parse>; draft: unknown; issues: [] }
   | { ok: false; draft: unknown; issues: DefinitionIssue[] };
 
 /** Parse and validate the editor's text exactly as workflows.create will. */
@@ -101,7 +101,7 @@ export function validateDefinition(text: string): Validation {
   } catch (error) {
     return { ok: false, draft: null, issues: [syntaxIssue(text, error as SyntaxError)] };
   }
-  const parsed = createWorkflowInput.safeParse(draft);
+  const parsed = storableWorkflowInput.safeParse(draft);
   if (parsed.success) return { ok: true, value: parsed.data, draft, issues: [] };
   const lines = pathLines(text);
   return {

@@ -1,6 +1,6 @@
 import Papa from 'papaparse';
-import { jsonObjectIssue, type JsonObject } from '../../inputs';
-import { BULK_ROWS_MAX, parseRow, type BulkRow } from './rows';
+import { jsonObjectIssue, type JsonObject } from '../../common/inputs';
+import { BULK_ROWS_MAX, parseRow, type BulkRow } from '../../common/enrollment-rows';
 
 // A CSV as enrollment rows (enrollments.importCsv, `npm run cli -- enroll-csv`): a header
 // row with one `email` column, every other column a key of the contact's data. Parsed

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { ROLES } from '../../auth/roles';
-import { label, reason } from '../../inputs';
+import { ROLES } from '../../common/roles';
+import { label, reason } from '../../common/inputs';
 
 export const createApiKeyInput = z.object({
   /** What the key is for, e.g. "shop backend": the audit log names keys by it. */

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AUDIT_OUTCOMES } from '../../read/audit';
-import { instant, limit, text } from '../../inputs';
+import { instant, limit, text } from '../../common/inputs';
 import { cursor } from '../keyset';
 
 export const listAuditInput = z

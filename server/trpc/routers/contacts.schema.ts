@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { email, id, instant, jsonObject, label, limit, text } from '../../inputs';
+import { email, id, instant, jsonObject, label, limit, text } from '../../common/inputs';
 import { cursor } from '../keyset';
 
 export const upsertContactInput = z.object({

@@ -2,7 +2,7 @@ import { TRPCError } from '@trpc/server';
 import { replaceContactData, setContactSubscribed, upsertContact, type ContactChange } from '../../engine/contacts';
 import { contactDataByEmail, contactJourney, listContacts } from '../../read/contacts';
 import { audit, inTransaction } from '../audit';
-import { likePrefix } from '../../inputs';
+import { likePrefix } from '../../common/inputs';
 import { conflictError, marketerProcedure, router, viewerProcedure } from '../trpc';
 import { getContactInput, listContactsInput, setSubscribedInput, updateContactInput, upsertContactInput } from './contacts.schema';
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { BULK_BYTES_MAX, BULK_ROWS_MAX } from '../../engine/enrollment-import/rows';
-import { email, id, jsonObject, type JsonObject } from '../../inputs';
+import { BULK_BYTES_MAX, BULK_ROWS_MAX } from '../../common/enrollment-rows';
+import { email, id, jsonObject, type JsonObject } from '../../common/inputs';
 
 export const enrollInput = z
   .object({

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DISPATCH_STATES } from '../../read/events';
-import { email, id, jsonObject, label, limit, text } from '../../inputs';
+import { email, id, jsonObject, label, limit, text } from '../../common/inputs';
 import { cursor } from '../keyset';
 
 export const listEventsInput = z

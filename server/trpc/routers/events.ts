@@ -1,6 +1,6 @@
 import { TRPCError } from '@trpc/server';
 import { trackEventAudited } from '../../engine/events';
-import { id } from '../../inputs';
+import { id } from '../../common/inputs';
 import { contactIdByEmail, listEvents } from '../../read/events';
 import { contactInProject } from '../../read/executions';
 import { acting } from '../audit';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ExecutionStatus } from '../../generated/prisma/enums';
 import { STUCK_REASONS } from '../../common/stuck-reasons';
-import { id, instant, limit, text } from '../../inputs';
+import { id, instant, limit, text } from '../../common/inputs';
 import { cursor } from '../keyset';
 
 export const EXECUTION_STATUSES = Object.values(ExecutionStatus) as [ExecutionStatus, ...ExecutionStatus[]];

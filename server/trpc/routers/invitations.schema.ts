@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { INVITATION_TOKEN_PATTERN } from '../../auth/invitations';
-import { id, label, text } from '../../inputs';
+import { id, label, text } from '../../common/inputs';
 
 export const invitationIdInput = z.object({ id });
 export const createAccountInput = z.object({

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { ROLES } from '../../auth/roles';
-import { email, id, label, reason } from '../../inputs';
+import { ROLES } from '../../common/roles';
+import { email, id, label, reason } from '../../common/inputs';
 
 export const addMemberInput = z.object({
   email: email,

@@ -3,7 +3,7 @@ import { BULK_MAX } from '../../repair/bulk';
 import { REPAIR_ACTIONS } from '../../repair/planner';
 import { MESSAGE_REPAIR_ACTIONS } from '../../repair/messages';
 import { STUCK_REASONS } from '../../common/stuck-reasons';
-import { id, label, limit, reason, version } from '../../inputs';
+import { id, label, limit, reason, version } from '../../common/inputs';
 import { cursor } from '../keyset';
 import { executionFilterInput } from './executions.schema';
 

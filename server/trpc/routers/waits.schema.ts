@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { id, version } from '../../inputs';
+import { id, version } from '../../common/inputs';
 
 export const resolveWaitInput = z
   .object({

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { email, jsonObject, type JsonObject } from '../../inputs';
+import { email, jsonObject, type JsonObject } from './inputs';
 
 // What one bulk-enrollment row is and how it is checked, with no database behind it, so
 // the console's CSV page checks a row in the browser exactly as enrollments.enrollMany

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isStorableText } from './inputs';
 
 // What a workflow is allowed to be: step types, their configs, their branches, and the
 // graph rules (one trigger, acyclic, every step reachable, branches that exist for the
@@ -214,3 +215,26 @@ export function graphIssues(wf: {
   });
   return issues;
 }
+
+/** Every string anywhere in a value that PostgreSQL would refuse, with its path. */
+function unstorableStrings(value: unknown, path: (string | number)[], found: (string | number)[][]): void {
+  if (found.length >= 10) return;
+  if (typeof value === 'string') {
+    if (!isStorableText(value)) found.push(path);
+  } else if (Array.isArray(value)) {
+    value.forEach((v, i) => unstorableStrings(v, [...path, i], found));
+  } else if (value && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) unstorableStrings(v, [...path, k], found);
+  }
+}
+
+/**
+ * The definition (types, configs, graph rules) plus text PostgreSQL can store: what
+ * workflows.create accepts and the console's editor checks before sending, so a bad graph
+ * is a BAD_REQUEST with paths into the input, and the editor shows the same paths.
+ */
+export const storableWorkflowInput = workflowInput.superRefine((wf, ctx) => {
+  const found: (string | number)[][] = [];
+  unstorableStrings(wf, [], found);
+  for (const path of found) ctx.addIssue({ code: 'custom', message: 'must be valid Unicode text without NUL characters', path });
+});
