@@ -1,11 +1,13 @@
 import Papa from 'papaparse';
-import { parseRow } from '@/server/common/enrollment-rows';
-import { jsonObjectIssue, type JsonObject } from '@/server/common/inputs';
+import { CSV_PARSE, csvColumnName, csvRowData, dataKeyIssue, parseRow } from '@/server/common/enrollment-csv';
+import type { JsonObject } from '@/server/common/inputs';
 
 // A CSV enrollment file as the browser reads it, before anything is sent: decoded as
-// strict UTF-8, parsed with papaparse (as the server's importCsv parses), its header
-// checked, and every row checked with the server's own row rule (parseRow), so the
-// preview's "valid" is exactly what enrollments.enrollMany will accept.
+// strict UTF-8, parsed and checked with the rules the server's importCsv uses
+// (server/common/enrollment-csv.ts: the parse, column names, data keys, a row's data and
+// the row rule), so the preview's "valid" is exactly what enrollments.enrollMany will
+// accept. What is the browser's alone: decoding a File, the person's column mapping, and
+// the messages for a file that cannot be read at all.
 
 export interface Limits {
   rows: number;
@@ -66,11 +68,6 @@ function decode(bytes: Uint8Array): string | CsvProblem {
   return text;
 }
 
-/** A header cell as a column name: trimmed, without the byte-order mark spreadsheets write. */
-function headerName(cell: string): string {
-  return cell.replace(/^\uFEFF/, '').trim();
-}
-
 const EMAILISH = /^[^\s@,;]+@[^\s@,;]+\.[^\s@,;]+$/;
 
 /** Read, decode and parse a file; a problem names what is wrong with the file as a whole. */
@@ -81,7 +78,7 @@ export function readCsv(name: string, bytes: Uint8Array, limits: Limits): CsvFil
   if (typeof text !== 'string') return text;
   if (text.trim() === '') return { problem: 'empty', message: 'The file has no text in it: there is nothing to import.' };
 
-  const parsed = Papa.parse<string[]>(text, { skipEmptyLines: 'greedy' });
+  const parsed = Papa.parse<string[]>(text, CSV_PARSE);
   // A quote left open swallows the rest of the file into one cell: nothing after it can be trusted.
   const quote = parsed.errors.find((e) => e.type === 'Quotes');
   if (quote) {
@@ -92,7 +89,7 @@ export function readCsv(name: string, bytes: Uint8Array, limits: Limits): CsvFil
   }
   const [first, ...rows] = parsed.data;
   if (!first) return { problem: 'empty', message: 'The file has no rows.' };
-  const header = first.map(headerName);
+  const header = first.map(csvColumnName);
   if (header.some((cell) => EMAILISH.test(cell))) {
     return {
       problem: 'header',
@@ -124,7 +121,7 @@ export function dataColumnIssue(header: string[], column: number): string | null
   const name = header[column]!;
   if (name === '') return 'has no name';
   if (header.indexOf(name) !== column) return `same name as column ${header.indexOf(name) + 1}`;
-  const issue = jsonObjectIssue({ [name]: '' });
+  const issue = dataKeyIssue(name);
   return issue ? `cannot be a data key (${issue})` : null;
 }
 
@@ -162,11 +159,7 @@ export function prepareRows(file: CsvFile, mapping: Mapping): PreparedRow[] {
     if (cells.length > width) {
       return { row, email: rawEmail, data: {}, invalid: `has ${cells.length} cells; the header has ${width}`, repeats: null };
     }
-    const data: JsonObject = {};
-    for (const column of mapping.dataColumns) {
-      const value = cells[column];
-      if (value !== undefined && value !== '') data[file.header[column]!] = value;
-    }
+    const data = csvRowData(mapping.dataColumns.map((column) => [file.header[column]!, cells[column]]));
     if (rawEmail === null) return { row, email: null, data, invalid: 'no email column chosen', repeats: null };
     if (rawEmail.trim() === '') return { row, email: rawEmail, data, invalid: 'the email cell is empty', repeats: null };
     const checked = parseRow({ email: rawEmail, data });

@@ -1,7 +1,7 @@
 import type { Metadata } from 'next';
 import { z } from 'zod';
 import { currentActor } from '@/server/http/server-caller';
-import { BULK_BYTES_MAX, BULK_ROWS_MAX } from '@/server/common/enrollment-rows';
+import { BULK_BYTES_MAX, BULK_ROWS_MAX } from '@/server/common/enrollment-csv';
 import { id } from '@/server/common/inputs';
 import { InvalidLink, PageHeading } from '../_components/invalid-link';
 import { issuesOf, type SearchRecord } from '../_components/search-params';

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { importCsv, type RowResult } from '../../server/engine/enrollment-import/enroll-rows';
-import { BULK_BYTES_MAX } from '../../server/common/enrollment-rows';
+import { BULK_BYTES_MAX } from '../../server/common/enrollment-csv';
 import { CLI_ACTOR, say, UsageError, withDb } from './common';
 
 // `enroll-csv <workflow id> <file>`: the console's CSV import, from a shell.

@@ -2,7 +2,7 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHUNK_ROWS } from '../../server/engine/enrollment-import/enroll-rows';
-import { BULK_ROWS_MAX } from '../../server/common/enrollment-rows';
+import { BULK_ROWS_MAX } from '../../server/common/enrollment-csv';
 import type { Actor } from '../../server/auth/actor';
 import { actorFor, callerFor } from '../support/callers';
 import { freshDatabase, type TestDatabase } from '../support/database';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultMapping, isProblem, prepareRows, readCsv } from '../../app/enroll/csv-file';
-import { BULK_BYTES_MAX, BULK_ROWS_MAX } from '../../server/common/enrollment-rows';
+import { BULK_BYTES_MAX, BULK_ROWS_MAX } from '../../server/common/enrollment-csv';
 import type { Actor } from '../../server/auth/actor';
 import { actorFor, callerFor } from '../support/callers';
 import { freshDatabase, type TestDatabase } from '../support/database';

@@ -12,7 +12,7 @@ import {
   type CsvProblem,
   type Outcome,
 } from '../../app/enroll/csv-file';
-import { BULK_BYTES_MAX, BULK_ROWS_MAX } from '../../server/common/enrollment-rows';
+import { BULK_BYTES_MAX, BULK_ROWS_MAX } from '../../server/common/enrollment-csv';
 
 // The CSV page's reading of a file, before anything is sent (app/enroll/csv-file.ts): every
 // file-level problem is named and stops the import; rows are checked with the server's own

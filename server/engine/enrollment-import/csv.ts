@@ -1,15 +1,10 @@
 import Papa from 'papaparse';
-import { jsonObjectIssue, type JsonObject } from '../../common/inputs';
-import { BULK_ROWS_MAX, parseRow, type BulkRow } from '../../common/enrollment-rows';
+import { BULK_ROWS_MAX, CSV_PARSE, csvColumnName, csvRowData, dataKeyIssue, parseRow, type BulkRow } from '../../common/enrollment-csv';
 
 // A CSV as enrollment rows (enrollments.importCsv, `npm run cli -- enroll-csv`): a header
 // row with one `email` column, every other column a key of the contact's data. Parsed
 // one row at a time, so an import holds one chunk of rows, not the whole file as objects.
-
-/** A header cell as a column name: trimmed, without the byte-order mark spreadsheets write. */
-function csvHeaderName(header: string): string {
-  return header.replace(/^\uFEFF/, '').trim();
-}
+// The rules are the browser's too (server/common/enrollment-csv.ts).
 
 export interface CsvHeader {
   /** The column holding emails (matched case-insensitively). */
@@ -25,9 +20,9 @@ export async function* csvRecords(csv: string): AsyncGenerator<{ fields: string[
   let done = false;
   let wake: (() => void) | null = null;
   Papa.parse<Record<string, string>>(csv, {
+    ...CSV_PARSE,
     header: true,
-    skipEmptyLines: 'greedy',
-    transformHeader: csvHeaderName,
+    transformHeader: csvColumnName,
     step(result, p) {
       current = result;
       parser = p;
@@ -62,12 +57,7 @@ export async function* csvRecords(csv: string): AsyncGenerator<{ fields: string[
 export function csvRow(header: CsvHeader, record: Record<string, string>, errors: string[]): BulkRow {
   const rawEmail = record[header.emailColumn];
   if (errors.length > 0) return { email: rawEmail ?? null, invalid: errors.join('; ') };
-  const data: JsonObject = {};
-  for (const column of header.dataColumns) {
-    const value = record[column];
-    if (value !== undefined && value !== '') data[column] = value;
-  }
-  return parseRow({ email: rawEmail, data });
+  return parseRow({ email: rawEmail, data: csvRowData(header.dataColumns.map((column) => [column, record[column]])) });
 }
 
 /**
@@ -79,9 +69,9 @@ export function inspectCsv(csv: string): { fields: string[]; rows: number } {
   let fields: string[] = [];
   let rows = 0;
   Papa.parse<Record<string, string>>(csv, {
+    ...CSV_PARSE,
     header: true,
-    skipEmptyLines: 'greedy',
-    transformHeader: csvHeaderName,
+    transformHeader: csvColumnName,
     step(result, parser) {
       fields = result.meta.fields ?? fields;
       if (++rows > BULK_ROWS_MAX) parser.abort();
@@ -96,7 +86,7 @@ export function csvHeader(fields: string[]): CsvHeader | string {
   if (emailColumns.length !== 1) return 'the header row needs exactly one "email" column';
   const dataColumns = fields.filter((f) => f !== emailColumns[0]);
   for (const column of dataColumns) {
-    const issue = jsonObjectIssue({ [column]: '' });
+    const issue = dataKeyIssue(column);
     if (column === '' || issue) return `column "${column.slice(0, 50)}" cannot be a data key${issue ? ` (${issue})` : ''}`;
   }
   return { emailColumn: emailColumns[0]!, dataColumns };

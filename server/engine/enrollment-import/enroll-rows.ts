@@ -4,7 +4,7 @@ import { enrollBatch, type EnrollRejection, type EnrollResult } from '../enrollm
 import { inEngineTransaction } from '../transaction';
 import { notifyWorkers } from '../wakeup';
 import { csvImportRows } from './csv';
-import { BULK_ROWS_MAX, type BulkRow } from '../../common/enrollment-rows';
+import { BULK_ROWS_MAX, type BulkRow } from '../../common/enrollment-csv';
 
 // Enrolling many contacts in one call (enrollments.enrollMany, enrollments.importCsv,
 // `npm run cli -- enroll-csv`):

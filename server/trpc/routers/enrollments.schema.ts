@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BULK_BYTES_MAX, BULK_ROWS_MAX } from '../../common/enrollment-rows';
+import { BULK_BYTES_MAX, BULK_ROWS_MAX } from '../../common/enrollment-csv';
 import { email, id, jsonObject, type JsonObject } from '../../common/inputs';
 
 export const enrollInput = z

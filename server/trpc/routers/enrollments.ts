@@ -2,7 +2,7 @@ import { TRPCError } from '@trpc/server';
 import { ZodError } from 'zod';
 import { enrollAudited, type EnrollRejection } from '../../engine/enrollment';
 import { enrollRows, importCsv, refuseUnlessEnrollable } from '../../engine/enrollment-import/enroll-rows';
-import { parseRow, type BulkRow } from '../../common/enrollment-rows';
+import { parseRow, type BulkRow } from '../../common/enrollment-csv';
 import type { Acting } from '../../engine/audit';
 import type { Db } from '../../db';
 import { acting } from '../audit';
