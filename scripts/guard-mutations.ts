@@ -191,12 +191,13 @@ const MUTATIONS: Mutation[] = [
     scenario: '3. eight duplicate wake-ups',
   },
   {
-    guard: '"active" includes WAITING, in the read-side check and the I1 index',
+    guard: '"active" includes WAITING, in its one definition and the I1 index',
     edits: [
       {
-        file: 'server/engine/enrollment.ts',
-        find: `AND (status IN ('RUNNING', 'WAITING') OR "enrollOnce"`,
-        replace: `AND (status IN ('RUNNING') OR "enrollOnce"`,
+        // The one definition of "active" (every statement asking it is built from it).
+        file: 'server/common/execution-status.ts',
+        find: `export const ACTIVE_STATUSES = [ExecutionStatus.RUNNING, ExecutionStatus.WAITING] as const`,
+        replace: `export const ACTIVE_STATUSES = [ExecutionStatus.RUNNING] as const`,
       },
       {
         file: 'prisma/migrations/20261201000400_active_execution_unique/migration.sql',

@@ -4,6 +4,7 @@ import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { createColumnHelper } from '@tanstack/react-table';
 import Link from 'next/link';
 import { useState } from 'react';
+import { EXECUTION_STATUSES } from '@/server/common/execution-status';
 import { STUCK_DESCRIPTIONS, type StuckReason } from '@/server/common/stuck-reasons';
 import { StatusBadge, StuckBadge } from '../_components/badges';
 import { BulkRepair } from '../_components/bulk-repair';
@@ -20,7 +21,6 @@ import { atLeast, type Role } from '@/server/common/roles';
 
 type Row = RouterOutputs['executions']['list']['items'][number] & { gone: boolean };
 
-const STATUSES = ['RUNNING', 'WAITING', 'COMPLETED', 'EXITED', 'FAILED', 'CANCELLED'] as const;
 
 const helper = createColumnHelper<Features, Row>();
 const COLUMNS = helper.columns([
@@ -182,7 +182,7 @@ export function ExecutionsView({ executionReasons, role }: { executionReasons: S
       <div className="flex flex-wrap gap-x-6 gap-y-2 border-b border-zinc-200 px-4 py-2.5">
         <ChipGroup
           label="Status"
-          options={STATUSES.map((s) => ({ value: s, label: s.toLowerCase(), count: stats.data?.byStatus[s] }))}
+          options={EXECUTION_STATUSES.map((s) => ({ value: s, label: s.toLowerCase(), count: stats.data?.byStatus[s] }))}
           selected={status}
           onChange={(values) => setFilter('status', values)}
         />

@@ -1,4 +1,5 @@
-import { preparedRaw, type Db, type DbTx } from '../db';
+import { Prisma, preparedRaw, type Db, type DbTx } from '../db';
+import { executionIsActive } from './claims/fragments';
 import { writeAudit, type Acting } from './audit';
 import { insertExecutions } from './claims';
 import { inEngineTransaction } from './transaction';
@@ -95,11 +96,11 @@ async function findBlocking(
 ): Promise<Blocking[]> {
   return db.$queryRaw<Blocking[]>`
     -- findBlocking
-    SELECT id, "contactId", "sourceEventId", status IN ('RUNNING', 'WAITING') AS active
+    SELECT id, "contactId", "sourceEventId", ${executionIsActive(Prisma.sql`status`)} AS active
       FROM "WorkflowExecution"
      WHERE "workflowId" = ${workflow.id}::uuid
        AND (("contactId" = ANY(${contactIds}::uuid[])
-             AND (status IN ('RUNNING', 'WAITING') OR "enrollOnce" OR NOT ${workflow.allowReentry}))
+             AND (${executionIsActive(Prisma.sql`status`)} OR "enrollOnce" OR NOT ${workflow.allowReentry}))
             OR "sourceEventId" = ANY(${sourceEventIds}::uuid[]))
      ORDER BY "startedAt" DESC`;
 }

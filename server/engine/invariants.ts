@@ -1,4 +1,5 @@
 import { Prisma, type DbTx } from '../db';
+import { executionIsActive } from './claims/fragments';
 
 // The invariants of docs/architecture.md ("Invariants"), each checked by one SQL query that counts
 // violations (test/engine/invariants.test.ts: zero on a healthy run full of every state,
@@ -114,7 +115,7 @@ export const INVARIANTS: readonly InvariantCheck[] = [
         -- invariantViolations.I1
         SELECT count(*) AS n FROM (
           SELECT 1 FROM "WorkflowExecution"
-           WHERE status IN ('RUNNING', 'WAITING') ${inProject(Prisma.sql`"projectId"`, p)}
+           WHERE ${executionIsActive(Prisma.sql`status`)} ${inProject(Prisma.sql`"projectId"`, p)}
            GROUP BY "workflowId", "contactId" HAVING count(*) > 1) v`),
   },
   {
@@ -228,7 +229,7 @@ export const INVARIANTS: readonly InvariantCheck[] = [
           FROM "StepExecution" s
           JOIN "WorkflowExecution" e ON e.id = s."executionId" ${inProject(Prisma.sql`e."projectId"`, p)}
          WHERE s.status IN ('RUNNING', 'WAITING')
-           AND (e.status NOT IN ('RUNNING', 'WAITING') OR e."currentStepId" IS DISTINCT FROM s."stepId")`),
+           AND (NOT ${executionIsActive(Prisma.sql`e.status`)} OR e."currentStepId" IS DISTINCT FROM s."stepId")`),
   },
   {
     id: 'I7',

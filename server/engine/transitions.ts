@@ -1,3 +1,4 @@
+import { isActiveStatus } from '../common/execution-status';
 import type { ExecutionStatus, MessageStatus, StepStatus } from '../generated/prisma/enums';
 
 // The engine's state machine, written down once (docs/state-machine.md): for each
@@ -40,8 +41,6 @@ export interface Transition {
   also?: string;
 }
 
-/** Executions the I1 index counts: at most one per (workflow, contact). */
-export const ACTIVE_STATUSES = ['RUNNING', 'WAITING'] as const satisfies readonly ExecutionStatus[];
 
 const OPEN_STEP: readonly StepRowState[] = ['PENDING', 'RUNNING', 'WAITING', 'FAILED'];
 
@@ -213,7 +212,6 @@ export const TRANSITIONS = {
 
 export type ClaimName = keyof typeof TRANSITIONS;
 
-const isActive = (s: string) => (ACTIVE_STATUSES as readonly string[]).includes(s);
 
 /** The execution statuses `claim` moves from (the SQL's `status IN (...)` list). */
 export function executionFrom(claim: ClaimName): readonly ExecutionStatus[] {
@@ -241,5 +239,5 @@ export function claimMayMove(claim: ClaimName, executionStatus: string, stepRowS
  */
 export function reactivates(claim: ClaimName, executionStatus: string, to: ExecutionStatus): boolean {
   const t: Transition = TRANSITIONS[claim];
-  return !!t.execution && !isActive(executionStatus) && isActive(to) && (t.execution.to as readonly string[]).includes(to);
+  return !!t.execution && !isActiveStatus(executionStatus) && isActiveStatus(to) && (t.execution.to as readonly string[]).includes(to);
 }

@@ -1,4 +1,5 @@
 import { Prisma, type DbTx } from '../db';
+import { executionIsActive } from '../engine/claims/fragments';
 import { checkInvariants, type InvariantResult } from '../engine/invariants';
 import type { StuckReason } from '../common/stuck-reasons';
 import { countStuckByPlace, type StuckCount } from '../stuck/counts';
@@ -33,7 +34,7 @@ export function executionCountsQuery(projectId: string): Prisma.Sql {
   return Prisma.sql`
     -- executionCounts
     SELECT "workflowId", status::text AS status,
-           CASE WHEN status IN ('RUNNING', 'WAITING') THEN "currentStepId" END AS "stepId", count(*)::int AS n
+           CASE WHEN ${executionIsActive(Prisma.sql`status`)} THEN "currentStepId" END AS "stepId", count(*)::int AS n
       FROM "WorkflowExecution"
      WHERE "projectId" = ${projectId}::uuid
      GROUP BY 1, 2, 3`;

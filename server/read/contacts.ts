@@ -1,4 +1,5 @@
 import { Prisma, type DbTx } from '../db';
+import { executionIsActive } from '../engine/claims/fragments';
 import type { KeysetPosition } from './cursor';
 import { directionOf, keysetClause, twoWayPage, type TwoWayPage } from './keyset';
 
@@ -68,7 +69,7 @@ export function contactListQuery(f: ContactFilter): Prisma.Sql {
     -- listContacts
     SELECT c.id, c.email, c.data, c.subscribed, c."createdAt", c."updatedAt",
            (SELECT count(*)::int FROM "WorkflowExecution" e WHERE e."contactId" = c.id) AS "executionCount",
-           (SELECT count(*)::int FROM "WorkflowExecution" e WHERE e."contactId" = c.id AND e.status IN ('RUNNING', 'WAITING')) AS "activeCount"
+           (SELECT count(*)::int FROM "WorkflowExecution" e WHERE e."contactId" = c.id AND ${executionIsActive(Prisma.sql`e.status`)}) AS "activeCount"
       FROM "Contact" c
      WHERE ${Prisma.join(conditions, ' AND ')}
      ORDER BY ${keyset.order}

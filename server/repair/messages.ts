@@ -9,6 +9,7 @@ import {
   type MessageState,
   type MessageStatus,
 } from '../engine/claims';
+import { messageAwaitsOperator } from '../engine/claims/fragments';
 import { notifyWorkers } from '../engine/wakeup';
 import type { Winner } from './explain';
 import { RepairNotFound } from './target';
@@ -45,6 +46,8 @@ export interface MessageSnapshot extends MessageState {
   to: string;
   subject: string;
   createdAt: Date;
+  /** Its fate is an operator's to decide: the claims' own guard (fragments.ts, messageAwaitsOperator), read with the row. */
+  awaitsOperator: boolean;
 }
 
 export interface MessagePlan {
@@ -86,7 +89,8 @@ export async function loadMessage(db: DbTx, projectId: string, messageId: string
     -- loadMessage
     SELECT m.id, m."projectId", m."executionId", m."stepExecutionId", e."workflowId", w.name AS "workflowName",
            e."contactId", ws.name AS "stepName", m."to", m.subject, m.status::text AS status, m.version,
-           m."leaseOwner", m."leaseExpiresAt", m."providerId", m.error, m."createdAt", m."sentAt"
+           m."leaseOwner", m."leaseExpiresAt", m."providerId", m.error, m."createdAt", m."sentAt",
+           COALESCE(${messageAwaitsOperator}, false) AS "awaitsOperator"
       FROM "Message" m
       JOIN "WorkflowExecution" e ON e.id = m."executionId"
       JOIN "Workflow" w ON w.id = e."workflowId"
@@ -96,14 +100,9 @@ export async function loadMessage(db: DbTx, projectId: string, messageId: string
   return rows[0] ? { kind: 'message', ...rows[0] } : null;
 }
 
-/** Is the message's fate for an operator to decide (the claims' guard, in words)? */
-function awaitsOperator(m: MessageSnapshot, now: Date): boolean {
-  return m.status === 'FAILED' || (m.status === 'SENDING' && !!m.leaseExpiresAt && m.leaseExpiresAt < now);
-}
-
 /** Is the action allowed on this message now, and what will it do? (pure) */
-export function planMessageAction(action: MessageRepairAction, m: MessageSnapshot, now = new Date()): MessagePlan {
-  if (!awaitsOperator(m, now)) {
+export function planMessageAction(action: MessageRepairAction, m: MessageSnapshot): MessagePlan {
+  if (!m.awaitsOperator) {
     const why =
       m.status === 'SENDING'
         ? `a sender is delivering this email right now (its lease runs until ${m.leaseExpiresAt?.toISOString() ?? '—'}); wait for the outcome`
@@ -170,10 +169,9 @@ export async function previewMessageRepair(db: DbTx, req: MessageRepairRequest):
 export function awaitingMessagesQuery(projectId: string, executionId: string): Prisma.Sql {
   return Prisma.sql`
     -- awaitingMessages
-    SELECT id FROM "Message"
-     WHERE "executionId" = ${executionId}::uuid AND "projectId" = ${projectId}::uuid
-       AND (status = 'FAILED' OR (status = 'SENDING' AND "leaseExpiresAt" < now()))
-     ORDER BY "createdAt", id`;
+    SELECT m.id FROM "Message" m
+     WHERE m."executionId" = ${executionId}::uuid AND m."projectId" = ${projectId}::uuid AND ${messageAwaitsOperator}
+     ORDER BY m."createdAt", m.id`;
 }
 
 /**
@@ -186,15 +184,14 @@ export async function messageRepairOptionsFor(
   executionId: string,
 ): Promise<{ message: MessageSnapshot; expectedVersion: number; actions: { action: MessageRepairAction; plan: MessagePlan }[] }[]> {
   const ids = await db.$queryRaw<{ id: string }[]>(awaitingMessagesQuery(projectId, executionId));
-  const now = new Date();
   const out = [];
   for (const { id } of ids) {
     const message = await loadMessage(db, projectId, id);
-    if (!message || !awaitsOperator(message, now)) continue;
+    if (!message?.awaitsOperator) continue;
     out.push({
       message,
       expectedVersion: message.version,
-      actions: MESSAGE_REPAIR_ACTIONS.map((action) => ({ action, plan: planMessageAction(action, message, now) })),
+      actions: MESSAGE_REPAIR_ACTIONS.map((action) => ({ action, plan: planMessageAction(action, message) })),
     });
   }
   return out;

@@ -1,5 +1,5 @@
 import { Prisma, type DbTx } from '../db';
-import { ACTIVE_STATUSES } from '../engine/transitions';
+import { executionIsActive } from '../engine/claims/fragments';
 import type { WorkflowGraph } from '../engine/workflow-graph';
 import { readEventsResumingWait } from '../engine/claims';
 import { loadWorkflowGraph } from '../engine/workflows';
@@ -100,7 +100,7 @@ export async function loadExecution(
            m."sentAt" AS "messageSentAt", m."createdAt" AS "messageCreatedAt",
            (SELECT o.id FROM "WorkflowExecution" o
              WHERE o."workflowId" = e."workflowId" AND o."contactId" = e."contactId" AND o.id <> e.id
-               AND o.status IN (${Prisma.join(ACTIVE_STATUSES.map((a) => Prisma.sql`${a}::"ExecutionStatus"`))})
+               AND ${executionIsActive(Prisma.sql`o.status`)}
              LIMIT 1) AS "activeExecutionId"
       FROM "WorkflowExecution" e
       JOIN "Workflow" w ON w.id = e."workflowId"

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ACTIVE_STATUSES, TRANSITIONS, type Transition } from '../../server/engine/transitions';
+import { ACTIVE_STATUSES } from '../../server/common/execution-status';
+import { TRANSITIONS, type Transition } from '../../server/engine/transitions';
 import { delegatedClaim, exportedFunctions } from '../support/claims-source';
 
 // A lint over the state machine: every

@@ -2,6 +2,7 @@
 
 import Link from 'next/link';
 import { useEffect, useState } from 'react';
+import { EXECUTION_STATUSES } from '@/server/common/execution-status';
 import { absoluteTime, formatDuration, useNow } from '../../_components/time';
 import type { ContactDetail } from '../search';
 
@@ -23,7 +24,6 @@ const BAR_TONES: Record<string, string> = {
   CANCELLED: 'bg-zinc-300',
 };
 
-const LEGEND = ['RUNNING', 'WAITING', 'COMPLETED', 'EXITED', 'FAILED', 'CANCELLED'] as const;
 
 const STEPS_MS = [1, 5, 15, 30, 60, 300, 900, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 7 * 86400, 30 * 86400].map((s) => s * 1000);
 
@@ -84,7 +84,7 @@ export function JourneyTimeline({ executions, events, messages }: Pick<ContactDe
   return (
     <figure aria-label="Journey timeline" className="px-4 py-3">
       <div className="flex items-center gap-3 pb-2 text-[11px] text-zinc-500">
-        {LEGEND.map((status) => (
+        {EXECUTION_STATUSES.map((status) => (
           <span key={status} className="inline-flex items-center gap-1">
             <span className={`inline-block size-2.5 rounded-sm ${BAR_TONES[status]}`} aria-hidden />
             {status.toLowerCase()}

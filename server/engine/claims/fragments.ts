@@ -1,5 +1,6 @@
 import { Prisma } from '../../db';
-import { ACTIVE_STATUSES, executionFrom, NO_ROW, stepFrom, TRANSITIONS, type ClaimName, type Transition } from '../transitions';
+import { ACTIVE_STATUSES } from '../../common/execution-status';
+import { executionFrom, NO_ROW, stepFrom, TRANSITIONS, type ClaimName, type Transition } from '../transitions';
 
 // The pieces of SQL that more than one claim's statement is made of, each written once:
 // a fence or guard changed here changes every claim that relies on it. Each piece names
@@ -213,11 +214,20 @@ export const noLiveWorkerHoldsStep = Prisma.sql`NOT EXISTS (
    WHERE h."executionId" = e.id AND h."stepId" = e."currentStepId"
      AND h.status = 'RUNNING' AND h."leaseExpiresAt" >= now())`;
 
+/**
+ * `status` (an execution's status column) is active (server/common/execution-status.ts).
+ * Written as literals, not bound values: the planner must see that the statement implies
+ * the partial indexes' `status IN ('RUNNING', 'WAITING')` to use them.
+ */
+export function executionIsActive(status: Prisma.Sql): Prisma.Sql {
+  return Prisma.sql`${status} IN (${Prisma.raw(ACTIVE_STATUSES.map((s) => `'${s}'`).join(', '))})`;
+}
+
 /** I1: another execution of `e`'s (workflow, contact) is active (a subquery of their ids). */
 export const activeSiblingOf = (e: Prisma.Sql) => Prisma.sql`-- activeSiblingOf
   SELECT o.id FROM "WorkflowExecution" o
    WHERE o."workflowId" = ${e}."workflowId" AND o."contactId" = ${e}."contactId" AND o.id <> ${e}.id
-     AND o.status IN (${executionStatuses(ACTIVE_STATUSES)})`;
+     AND ${executionIsActive(Prisma.sql`o.status`)}`;
 
 /**
  * The message repairs' guard: message `m`'s fate is for an operator to decide. It FAILED,

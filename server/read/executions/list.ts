@@ -16,8 +16,6 @@ import { directionOf, keysetClause, twoWayPage, type TwoWayPage } from '../keyse
 // The execution list: its filter, its keyset-paged query and what it shows of each
 // execution's stuck reasons.
 
-export const EXECUTION_STATUS_LIST = ['RUNNING', 'WAITING', 'COMPLETED', 'EXITED', 'FAILED', 'CANCELLED'] as const;
-export type ExecutionStatusName = (typeof EXECUTION_STATUS_LIST)[number];
 
 export interface ExecutionListItem {
   id: string;

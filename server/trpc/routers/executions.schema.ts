@@ -1,10 +1,8 @@
 import { z } from 'zod';
-import { ExecutionStatus } from '../../generated/prisma/enums';
+import { EXECUTION_STATUSES } from '../../common/execution-status';
 import { STUCK_REASONS } from '../../common/stuck-reasons';
 import { id, instant, limit, text } from '../../common/inputs';
 import { cursor } from '../keyset';
-
-export const EXECUTION_STATUSES = Object.values(ExecutionStatus) as [ExecutionStatus, ...ExecutionStatus[]];
 
 /** What selects executions (the list's filters, without its paging): executions.list, and a bulk repair over a list's filter. */
 export const executionFilterFields = {
