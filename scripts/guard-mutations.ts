@@ -62,8 +62,8 @@ const MUTATIONS: Mutation[] = [
     rounds: 1,
   },
   {
-    guard: "a repair's transaction runs under the engine's policy (ENGINE_TRANSACTION), not Prisma's 5 s default",
-    edits: [{ file: 'server/repair/transaction.ts', find: `return await db.$transaction(fn, ENGINE_TRANSACTION);`, replace: `return await db.$transaction(fn);` }],
+    guard: "a repair's transaction runs under the engine's policy (TRANSACTION_POLICY.ENGINE), not Prisma's 5 s default",
+    edits: [{ file: 'server/repair/transaction.ts', find: `return await transaction(db, 'ENGINE', fn);`, replace: `return await transaction(db, 'SHORT', fn);` }],
     test: 'test/repair/busy.test.ts',
     scenario: "waits past Prisma's 5 s default",
     rounds: 1,

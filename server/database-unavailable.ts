@@ -53,7 +53,7 @@ function anyCause(error: unknown, here: (e: object) => boolean): boolean {
 
 // A database that is reachable but did not let a statement finish in time: a statement or
 // lock timeout (the server's bound, server/db/index.ts createDb), an interactive transaction that ran past
-// its policy (ENGINE_TRANSACTION), a deadlock or a serialization failure. The transaction
+// its policy (TRANSACTION_POLICY, server/db/transaction.ts), a deadlock or a serialization failure. The transaction
 // was rolled back: nothing was changed, and the same call may well succeed when retried.
 
 /** SQLSTATEs: statement cancelled (statement_timeout), lock not available, deadlock, serialization failure. */

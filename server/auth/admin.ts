@@ -1,5 +1,5 @@
 import { hashPassword } from 'better-auth/crypto';
-import type { Db, DbTx, Role } from '../db';
+import { transaction, type Db, type DbTx, type Role } from '../db';
 import { writeAudit } from '../engine/audit';
 import { generateApiKey } from './api-keys';
 
@@ -58,7 +58,7 @@ export async function createApiKey(
   input: { projectId: string; name: string; role: Role; actor: AuditActor },
 ): Promise<CreatedApiKey> {
   const { secret, prefix, hashedSecret } = generateApiKey();
-  return db.$transaction(async (tx) => {
+  return transaction(db, 'SHORT', async (tx) => {
     const key = await tx.apiKey.create({
       data: { projectId: input.projectId, name: input.name, role: input.role, prefix, hashedSecret },
       select: API_KEY_SUMMARY,
@@ -90,7 +90,7 @@ export async function revokeApiKey(
   db: Db,
   input: { projectId: string; id: string; actor: AuditActor; reason?: string | null },
 ): Promise<RevokeApiKeyResult> {
-  return db.$transaction(async (tx) => {
+  return transaction(db, 'SHORT', async (tx) => {
     const revoked = await tx.apiKey.updateMany({
       where: { id: input.id, projectId: input.projectId, revokedAt: null },
       data: { revokedAt: new Date() },
@@ -160,7 +160,7 @@ export async function addMember(
   const email = normalizeEmail(input.email);
   // Hashing is slow on purpose (scrypt): do it before the transaction holds any lock.
   const passwordHash = input.password === undefined ? null : await hashPassword(input.password);
-  return db.$transaction(async (tx) => {
+  return transaction(db, 'SHORT', async (tx) => {
     const audit = { projectId: input.projectId, actor: input.actor, action: 'members.add', targetType: 'member' };
     const existing = await tx.user.findUnique({ where: { email }, select: { id: true } });
     if (!existing && passwordHash === null) {
@@ -218,7 +218,7 @@ async function createPerson(
 /** Set a person's password (the CLI's --reset-password); their sessions end with it. */
 export async function setPassword(db: Db, input: { userId: string; password: string }): Promise<void> {
   const passwordHash = await hashPassword(input.password);
-  await db.$transaction(async (tx) => {
+  await transaction(db, 'SHORT', async (tx) => {
     const updated = await tx.account.updateMany({
       where: { userId: input.userId, providerId: 'credential' },
       data: { password: passwordHash },
@@ -262,7 +262,7 @@ export async function setMemberRole(
   db: Db,
   input: { projectId: string; userId: string; role: Role; actor: AuditActor },
 ): Promise<MemberChangeResult> {
-  return db.$transaction(async (tx) => {
+  return transaction(db, 'SHORT', async (tx) => {
     const audit = { projectId: input.projectId, actor: input.actor, action: 'members.setRole', targetType: 'member', targetId: input.userId };
     const locked = await lockOwnersAndTarget(tx, input.projectId, input.userId);
     const before = await memberOf(tx, input.projectId, input.userId);
@@ -289,7 +289,7 @@ export async function removeMember(
   db: Db,
   input: { projectId: string; userId: string; actor: AuditActor; reason?: string | null },
 ): Promise<MemberChangeResult> {
-  return db.$transaction(async (tx) => {
+  return transaction(db, 'SHORT', async (tx) => {
     const audit = { projectId: input.projectId, actor: input.actor, action: 'members.remove', targetType: 'member', targetId: input.userId, reason: input.reason ?? null };
     const locked = await lockOwnersAndTarget(tx, input.projectId, input.userId);
     const before = await memberOf(tx, input.projectId, input.userId);

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { Db, DbTx, Role } from '../db';
+import { transaction, type Db, type DbTx, type Role } from '../db';
 import { writeAudit } from '../engine/audit';
 import { env } from '../env';
 import { normalizeEmail, type AuditActor } from './admin';
@@ -133,7 +133,7 @@ export async function inviteMember(
 ): Promise<InviteResult> {
   const email = normalizeEmail(input.email);
   const { token, tokenHash } = generateInvitationToken();
-  return db.$transaction(async (tx) => {
+  return transaction(db, 'SHORT', async (tx) => {
     const audit = { projectId: input.projectId, actor: input.actor, action: 'members.add', targetType: 'invitation' };
     const member = await tx.$queryRaw<{ userId: string; role: Role }[]>`
       -- inviteMember.existingMember
@@ -195,7 +195,7 @@ export async function revokeInvitation(
   db: Db,
   input: { projectId: string; id: string; actor: AuditActor; reason?: string | null },
 ): Promise<InvitationChangeResult> {
-  return db.$transaction(async (tx) => {
+  return transaction(db, 'SHORT', async (tx) => {
     const audit = {
       projectId: input.projectId,
       actor: input.actor,

@@ -1,5 +1,5 @@
 import { hashPassword } from 'better-auth/crypto';
-import type { Db, DbTx, Role } from '../db';
+import { transaction, type Db, type DbTx, type Role } from '../db';
 import { writeAudit } from '../engine/audit';
 import { normalizeEmail } from './admin';
 import { hashInvitationToken, INVITATION_ROW, INVITATION_TOKEN_PATTERN, PENDING, statusOf, type InvitationRow, type InvitationStatus } from './invitations';
@@ -101,7 +101,7 @@ async function refusal(
  */
 export async function acceptInvitation(db: Db, input: { id: string; userId: string; email: string }): Promise<InviteeResult> {
   const email = normalizeEmail(input.email);
-  return db.$transaction(async (tx) => acceptInTx(tx, { ...input, email }));
+  return transaction(db, 'SHORT', async (tx) => acceptInTx(tx, { ...input, email }));
 }
 
 async function acceptInTx(tx: DbTx, input: { id: string; userId: string; email: string }): Promise<InviteeResult> {
@@ -142,7 +142,7 @@ async function acceptInTx(tx: DbTx, input: { id: string; userId: string; email: 
 /** Decline an invitation addressed to the signed-in person: the same compare-and-swap, to declined. */
 export async function declineInvitation(db: Db, input: { id: string; userId: string; email: string }): Promise<InviteeResult> {
   const email = normalizeEmail(input.email);
-  return db.$transaction(async (tx) => {
+  return transaction(db, 'SHORT', async (tx) => {
     const declined = await tx.$queryRaw<{ projectId: string }[]>`
       -- declineInvitation
       UPDATE "Invitation" SET "declinedAt" = now()
@@ -185,7 +185,7 @@ export async function createAccountFromInvitation(
   if (!INVITATION_TOKEN_PATTERN.test(input.token)) return { outcome: 'NOT_FOUND' };
   // Hashing is slow on purpose (scrypt): do it before the transaction holds any lock.
   const passwordHash = await hashPassword(input.password);
-  return db.$transaction(async (tx): Promise<CreateAccountResult> => {
+  return transaction(db, 'SHORT', async (tx): Promise<CreateAccountResult> => {
     const row = await tx.invitation.findUnique({ where: { tokenHash: hashInvitationToken(input.token) }, select: INVITATION_ROW });
     if (!row) return { outcome: 'NOT_FOUND' };
     const audit = { projectId: row.projectId, actor: 'invitation', action: 'invitations.createAccount', targetType: 'invitation', targetId: row.id };

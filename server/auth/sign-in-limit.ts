@@ -1,4 +1,4 @@
-import type { Db } from '../db';
+import { transaction, type Db } from '../db';
 
 // The per-account limit on failed sign-ins. The per-address limit
 // (better-auth's rate limiter) stops one client trying many accounts; this one stops many
@@ -19,7 +19,7 @@ export type AttemptGate = { allowed: true; attemptId: string } | { allowed: fals
 const key = (email: string) => email.trim().toLowerCase().slice(0, 320);
 
 export async function beginSignInAttempt(db: Db, email: string): Promise<AttemptGate> {
-  return db.$transaction(async (tx) => {
+  return transaction(db, 'SHORT', async (tx) => {
     await tx.$executeRaw`-- beginSignInAttempt.lock
       SELECT pg_advisory_xact_lock(hashtextextended(${`sign-in/${key(email)}`}, 11))`;
     const [window] = await tx.$queryRaw<{ n: number; oldest: Date | null }[]>`

@@ -15,7 +15,8 @@ export { Prisma } from '../generated/prisma/client';
 export type * from '../generated/prisma/client';
 export { preparedRaw, preparedTransaction } from './prepared';
 export { serverTimeoutMs } from './pool';
-export type { Db, DbTx } from './types';
+export type { Db, DbTx, RawDb } from './types';
+export { transaction, rawTransaction, savepoint, TRANSACTION_POLICY, type TransactionPolicy } from './transaction';
 
 /**
  * A Prisma client over a node-postgres pool this module owns. Each process sizes its

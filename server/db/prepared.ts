@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { Prisma, type PrismaClient } from '../generated/prisma/client';
-import type { DbTx } from './types';
+import type { RawDb } from './types';
 import { prepared, pools } from './registry';
 import { BeginThenQuery, QueryThenCommit, submitted, type TransactionState } from './wire';
 
@@ -71,7 +71,7 @@ function rawOver(on: pg.Pool | pg.PoolClient, state?: TransactionState) {
  * The client's raw SQL as named prepared statements over its own pool (see above);
  * anything else (a transaction's client, a client not made by createDb) is returned as is.
  */
-export function preparedRaw<T extends DbTx>(db: T): T {
+export function preparedRaw<T extends RawDb>(db: T): T {
   const pool = pools.get(db as unknown as PrismaClient);
   if (!pool) return db;
   const raw = rawOver(pool);
@@ -93,12 +93,13 @@ export function preparedRaw<T extends DbTx>(db: T): T {
  * audit entry) saves the round trip of its COMMIT. `closing` must run exactly one
  * statement and nothing that can fail after it; a second statement is refused. Null for
  * any other client, whose caller uses Prisma's $transaction. Inside, only $queryRaw and
- * $executeRaw exist: a model call there would run outside the transaction, so it is refused.
+ * $executeRaw exist (the RawDb type): a model call there would run outside the transaction,
+ * so it is refused at run time as well. Callers go through rawTransaction (transaction.ts).
  */
 export async function preparedTransaction<T>(
-  db: DbTx,
-  fn: (tx: DbTx) => Promise<T>,
-  closing?: (tx: DbTx, value: T) => Promise<unknown>,
+  db: RawDb,
+  fn: (tx: RawDb) => Promise<T>,
+  closing?: (tx: RawDb, value: T) => Promise<unknown>,
 ): Promise<{ value: T } | null> {
   const pool = (db as unknown as { [POOL]?: pg.Pool })[POOL];
   if (!pool) return null;
@@ -106,7 +107,7 @@ export async function preparedTransaction<T>(
   // BEGIN goes out with the first statement (BeginThenQuery); a transaction that ran none has nothing to end.
   const state: TransactionState = { begun: false };
   const raw = rawOver(client, state);
-  const tx = new Proxy({} as DbTx, {
+  const tx = new Proxy({} as RawDb, {
     get(_, prop) {
       if (prop === '$queryRaw' || prop === '$executeRaw') return raw[prop];
       if (typeof prop === 'symbol' || prop === 'then') return undefined;

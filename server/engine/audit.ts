@@ -1,4 +1,4 @@
-import type { DbTx } from '../db';
+import type { RawDb } from '../db';
 
 // The audit log (I8): every manual action — by a person or an API key — with actor,
 // action, target, reason, before/after and outcome, written by the caller inside the
@@ -32,10 +32,10 @@ function jsonText(value: unknown): string | null {
 
 /**
  * Writes the entry; returns its id (a long operation may update its summary later). One
- * raw statement, so it joins a raw engine transaction (server/engine/transaction.ts) as
+ * raw statement, so it joins a raw engine transaction (server/db/transaction.ts, rawTransaction) as
  * well as Prisma's.
  */
-export async function writeAudit(db: DbTx, a: AuditInput): Promise<string> {
+export async function writeAudit(db: RawDb, a: AuditInput): Promise<string> {
   const [entry] = await db.$queryRaw<{ id: string }[]>`
     -- writeAudit
     INSERT INTO "AuditEntry" ("projectId", actor, action, "targetType", "targetId", reason, before, after, outcome)

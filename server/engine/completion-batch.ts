@@ -1,4 +1,4 @@
-import type { DbTx } from '../db';
+import type { RawDb } from '../db';
 import { advanceExecutions, type Advance, type CompleteResult, type Completion, type StepClaim } from './claims';
 
 // A worker drives the executions of a pass side by side, so they finish a step at about
@@ -21,7 +21,7 @@ export class CompletionBatch {
   private pending: Pending[] = [];
   private scheduled = false;
 
-  constructor(private readonly db: DbTx) {}
+  constructor(private readonly db: RawDb) {}
 
   /** Complete a claimed step and advance its execution, with whatever else completes in this turn. */
   record(claim: StepClaim, advance: Advance): Promise<CompleteResult> {

@@ -1,4 +1,4 @@
-import type { DbTx } from '../db';
+import type { RawDb } from '../db';
 
 export interface ContactRow {
   id: string;
@@ -13,7 +13,7 @@ export interface ContactRow {
  * project whatever their case (index on lower(email)); the first spelling is kept.
  */
 export async function upsertContact(
-  db: DbTx,
+  db: RawDb,
   projectId: string,
   email: string,
   data: Record<string, unknown> = {},
@@ -35,7 +35,7 @@ export async function upsertContact(
  * 'none' when the call names no contact at all.
  */
 export async function resolveContact(
-  db: DbTx,
+  db: RawDb,
   projectId: string,
   who: { contactId?: string | null; email?: string | null; data?: Record<string, unknown> },
 ): Promise<string | null | 'none'> {
@@ -73,7 +73,7 @@ export type ContactChange = { ok: true; before: ContactState; after: ContactStat
  * cannot leave the fence where it was.
  */
 export async function replaceContactData(
-  db: DbTx,
+  db: RawDb,
   projectId: string,
   id: string,
   data: Record<string, unknown>,
@@ -91,7 +91,7 @@ export async function replaceContactData(
 }
 
 /** Subscribe or unsubscribe a contact (no expectation: the last word is the one wanted). */
-export async function setContactSubscribed(db: DbTx, projectId: string, id: string, subscribed: boolean): Promise<ContactChange> {
+export async function setContactSubscribed(db: RawDb, projectId: string, id: string, subscribed: boolean): Promise<ContactChange> {
   return changeContact(db, projectId, id, null, (before) => {
     return db.$queryRaw<ContactState[]>`
       -- setContactSubscribed
@@ -108,7 +108,7 @@ export async function setContactSubscribed(db: DbTx, projectId: string, id: stri
  * instead of slipping between the read and the write), check the expectation, then write.
  */
 async function changeContact(
-  db: DbTx,
+  db: RawDb,
   projectId: string,
   id: string,
   expectedUpdatedAt: Date | null,

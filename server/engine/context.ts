@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { preparedRaw, type DbTx } from '../db';
+import { preparedRaw, type RawDb } from '../db';
 import { logTransport, type MailTransport } from './transport';
 
 // What every engine operation needs: a database, the tunables, who is acting (for
@@ -37,7 +37,7 @@ export const DEFAULT_ENGINE_CONFIG: EngineConfig = {
 };
 
 export interface EngineContext {
-  db: DbTx;
+  db: RawDb;
   config: EngineConfig;
   /** Lease owner name: `worker:<host>:<pid>:<n>` or `api:<pid>`. */
   owner: string;
@@ -46,7 +46,7 @@ export interface EngineContext {
 }
 
 export function createEngineContext(
-  db: DbTx,
+  db: RawDb,
   overrides: Partial<Omit<EngineContext, 'db' | 'config'>> & { config?: Partial<EngineConfig> } = {},
 ): EngineContext {
   return {

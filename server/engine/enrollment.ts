@@ -1,8 +1,7 @@
-import { Prisma, preparedRaw, type Db, type DbTx } from '../db';
+import { Prisma, preparedRaw, rawTransaction, type Db, type RawDb } from '../db';
 import { executionIsActive } from './claims/fragments';
 import { writeAudit, type Acting } from './audit';
 import { insertExecutions } from './claims';
-import { inEngineTransaction } from './transaction';
 import { wakeWorkersSoon } from './wakeup';
 
 // One enrollment function for every entry point: the API, the console, CSV import and
@@ -53,7 +52,7 @@ interface Blocking {
 }
 
 /** Enroll one contact. */
-export async function enroll(db: DbTx, input: EnrollInput): Promise<EnrollResult> {
+export async function enroll(db: RawDb, input: EnrollInput): Promise<EnrollResult> {
   // Raw statements only: over the client's pg pool as named prepared statements when it
   // has one (a transaction's statements stay on the transaction).
   const [result] = await enrollBatch(preparedRaw(db), input.projectId, input.workflowId, [input]);
@@ -67,8 +66,9 @@ export async function enroll(db: DbTx, input: EnrollInput): Promise<EnrollResult
 export async function enrollAudited(db: Db, by: Acting, input: Omit<EnrollInput, 'projectId'>): Promise<EnrollResult> {
   // One raw transaction over prepared statements: the enrollment's statements, then its
   // audit entry, which carries the COMMIT (one round trip for both).
-  const result = await inEngineTransaction(
+  const result = await rawTransaction(
     preparedRaw(db),
+    'ENGINE',
     (tx) => enroll(tx, { ...input, projectId: by.projectId }),
     (tx, r) =>
       writeAudit(tx, {
@@ -89,7 +89,7 @@ export async function enrollAudited(db: Db, by: Acting, input: Omit<EnrollInput,
 
 /** The executions that keep these contacts out of the workflow, or that these events made. */
 async function findBlocking(
-  db: DbTx,
+  db: RawDb,
   workflow: WorkflowForEnrollment,
   contactIds: string[],
   sourceEventIds: string[],
@@ -117,7 +117,7 @@ function verdict(blocking: Blocking[], contactId: string, sourceEventId: string 
 }
 
 /** Resolve each row's contact: by id within the project, or upserted by email (one statement). */
-async function resolveContacts(db: DbTx, projectId: string, rows: EnrollRow[]): Promise<(string | null)[]> {
+async function resolveContacts(db: RawDb, projectId: string, rows: EnrollRow[]): Promise<(string | null)[]> {
   const ids = [...new Set(rows.filter((r) => r.contactId).map((r) => r.contactId!))];
   const found = ids.length
     ? await db.$queryRaw<{ id: string }[]>`
@@ -169,7 +169,7 @@ async function resolveContacts(db: DbTx, projectId: string, rows: EnrollRow[]): 
 export const ENROLL_INSERT_ATTEMPTS = 3;
 
 /** The latest execution of each of these contacts in the workflow, finished or not. */
-async function findLatest(db: DbTx, workflowId: string, contactIds: string[]): Promise<{ id: string; contactId: string }[]> {
+async function findLatest(db: RawDb, workflowId: string, contactIds: string[]): Promise<{ id: string; contactId: string }[]> {
   return db.$queryRaw<{ id: string; contactId: string }[]>`
     -- findLatest
     SELECT DISTINCT ON ("contactId") id, "contactId"
@@ -186,7 +186,7 @@ async function findLatest(db: DbTx, workflowId: string, contactIds: string[]): P
  * looks is inserted again (ENROLL_INSERT_ATTEMPTS).
  */
 export async function enrollBatch(
-  db: DbTx,
+  db: RawDb,
   projectId: string,
   workflowId: string,
   rows: EnrollRow[],

@@ -1,4 +1,4 @@
-import type { DbTx } from '../db';
+import type { RawDb } from '../db';
 
 // An event read as the context it gives the execution it resumes (`context.lastEvent`,
 // for later CONDITION steps): by an operator delivering it, by a repair resuming a
@@ -14,7 +14,7 @@ export function eventContextPatch(event: { name: string; data: unknown; createdA
  * and contact, when they are given: an operator's choice must be the execution's own).
  */
 export async function readEventContext(
-  db: DbTx,
+  db: RawDb,
   eventId: string,
   of: { projectId: string; contactId: string } | null = null,
 ): Promise<Record<string, unknown> | null> {

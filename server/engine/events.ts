@@ -1,4 +1,4 @@
-import type { Db, DbTx } from '../db';
+import { transaction, type Db, type RawDb } from '../db';
 import { writeAudit, type Acting } from './audit';
 import {
   claimDueEvents,
@@ -14,7 +14,6 @@ import { createEngineContext, DEFAULT_ENGINE_CONFIG, type EngineContext } from '
 import { enroll, type EnrollResult } from './enrollment';
 import { eventContextPatch } from './event-context';
 import { continueAfterWait, type ResumeResult } from './runner';
-import { inEngineTransaction } from './transaction';
 import { notifyWorkers } from './wakeup';
 
 // Tracked events go through an outbox: the event row is stored first (accepted means
@@ -60,7 +59,7 @@ export async function trackEvent(
  * contact's waits for it. If that dispatch fails, the outbox sweeper retries it.
  */
 export async function trackEventAudited(db: Db, by: Acting, input: Omit<TrackEventInput, 'projectId'>): Promise<TrackEventResult> {
-  const stored = await inEngineTransaction(db, async (tx) => {
+  const stored = await transaction(db, 'ENGINE', async (tx) => {
     const r = await storeEvent(
       tx,
       { ...input, projectId: by.projectId },
@@ -91,7 +90,7 @@ export async function trackEventAudited(db: Db, by: Acting, input: Omit<TrackEve
 
 /** The outbox write: the event is accepted once this returns. */
 export async function storeEvent(
-  db: DbTx,
+  db: RawDb,
   input: TrackEventInput,
   inlineDispatchSeconds: number,
 ): Promise<TrackEventResult> {

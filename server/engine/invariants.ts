@@ -1,4 +1,4 @@
-import { Prisma, type DbTx } from '../db';
+import { Prisma, type RawDb } from '../db';
 import { executionIsActive } from './claims/fragments';
 
 // The invariants of docs/architecture.md ("Invariants"), each checked by one SQL query that counts
@@ -21,7 +21,7 @@ export interface InvariantCheck {
    */
   enforcedBy?: UniqueIndex;
   /** Violations in one project (its console's health panel), or in the whole deployment (null: tests, drills, the CLI). */
-  count(db: DbTx, projectId: string | null): Promise<number>;
+  count(db: RawDb, projectId: string | null): Promise<number>;
 }
 
 export interface UniqueIndex {
@@ -45,7 +45,7 @@ export interface InvariantResult {
  * Whether `u` is in place as a valid, immediately enforced unique index on exactly its
  * columns and predicate, with their types' default operator classes.
  */
-export async function uniqueIndexInPlace(db: DbTx, u: UniqueIndex): Promise<boolean> {
+export async function uniqueIndexInPlace(db: RawDb, u: UniqueIndex): Promise<boolean> {
   const quoted = (name: string) => `"${name.replace(/"/g, '""')}"`;
   const [row] = await db.$queryRaw<{ inPlace: boolean }[]>`
     -- uniqueIndexInPlace
@@ -314,7 +314,7 @@ export const INVARIANTS: readonly InvariantCheck[] = [
  * Every invariant with its violation count: in one project (`projectId`: what a project's
  * members may see), or, without it, in the whole deployment (tests, drills, the CLI).
  */
-export async function checkInvariants(db: DbTx, opts: { projectId?: string | null } = {}): Promise<InvariantResult[]> {
+export async function checkInvariants(db: RawDb, opts: { projectId?: string | null } = {}): Promise<InvariantResult[]> {
   const results: InvariantResult[] = [];
   for (const inv of INVARIANTS) {
     const proven = inv.enforcedBy && (await uniqueIndexInPlace(db, inv.enforcedBy));
@@ -330,6 +330,6 @@ export async function checkInvariants(db: DbTx, opts: { projectId?: string | nul
 }
 
 /** Total violations; for tests and drills: `expect(await totalViolations(db)).toBe(0)`. */
-export async function totalViolations(db: DbTx): Promise<number> {
+export async function totalViolations(db: RawDb): Promise<number> {
   return (await checkInvariants(db)).reduce((sum, r) => sum + r.violations, 0);
 }

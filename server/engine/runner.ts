@@ -22,7 +22,7 @@ import { CompletionBatch } from './completion-batch';
 import type { EngineContext } from './context';
 import { eventContextPatch, readEventContext } from './event-context';
 import { runStep, type StepOutcome } from './steps';
-import { inEngineTransaction } from './transaction';
+import { rawTransaction } from '../db';
 import { nextStepId, stepOf, type WorkflowGraph } from './workflow-graph';
 import { loadWorkflowGraph } from './workflows';
 
@@ -98,7 +98,7 @@ async function recordOutcome(
       if (!eventName) return parkExecution(ctx.db, claim, park);
       // A WAIT_FOR_EVENT holds its event channel while it parks and looks back, so an
       // event accepted meanwhile is seen by one side or the other (claims/fragments.ts, "Event time decides").
-      return inEngineTransaction(ctx.db, async (tx) => {
+      return rawTransaction(ctx.db, 'ENGINE', async (tx) => {
         await lockEventChannel(tx, { contactId: claim.contactId, eventName });
         return parkExecution(tx, claim, { ...park, awaitEvent: eventName });
       });
@@ -329,7 +329,7 @@ export function explainLostWait(state: WaitState | null, expectedVersion: number
  * transaction: lock the due rows and their event channels, then resolve them.
  */
 export async function processDueWaits(ctx: EngineContext, limit: number): Promise<number> {
-  const waits = await inEngineTransaction(ctx.db, async (tx) =>
+  const waits = await rawTransaction(ctx.db, 'ENGINE', async (tx) =>
     claimDueWaits(tx, { stepExecutionIds: await lockDueWaits(tx, { limit }) }),
   );
   if (CRASH_AFTER_WAIT_CLAIM && waits.length > 0) process.kill(process.pid, 'SIGKILL');

@@ -1,4 +1,4 @@
-import { preparedRaw, type DbTx } from '../db';
+import { preparedRaw, type RawDb } from '../db';
 import { processSingleton } from '../process-registry';
 
 // Workers poll, and may be woken early by NOTIFY. NOTIFY takes one global lock at
@@ -11,7 +11,7 @@ import { processSingleton } from '../process-registry';
 
 export const WAKEUP_CHANNEL = 'waypost_work';
 
-export async function notifyWorkers(db: DbTx): Promise<void> {
+export async function notifyWorkers(db: RawDb): Promise<void> {
   await db.$executeRaw`-- notifyWorkers
     SELECT pg_notify(${WAKEUP_CHANNEL}, '')`;
 }
@@ -40,7 +40,7 @@ const wakers = processSingleton('engine.wakers', () => new WeakMap<object, Waker
  * the commit, so a rolled-back change never wakes anyone. A wake-up that fails is dropped:
  * the workers' polling picks the work up within their poll interval.
  */
-export function wakeWorkersSoon(db: DbTx): void {
+export function wakeWorkersSoon(db: RawDb): void {
   let waker = wakers.get(db);
   if (!waker) wakers.set(db, (waker = { busy: false, again: false }));
   if (waker.busy) {

@@ -1,7 +1,6 @@
-import type { Db, DbTx } from '../db';
+import { transaction, type Db, type DbTx, type RawDb } from '../db';
 import { processSingleton } from '../process-registry';
 import { writeAudit, type Acting } from './audit';
-import { inEngineTransaction } from './transaction';
 import { workflowInput, stepConfigSchemas, type WorkflowInput } from '../common/workflow-definition';
 import type { StepNode, WorkflowGraph } from './workflow-graph';
 
@@ -17,7 +16,7 @@ export class WorkflowDefinitionError extends Error {
 
 /** Validate and store a workflow with its steps and transitions, in one transaction. */
 export async function createWorkflow(
-  db: { $transaction<T>(fn: (tx: DbTx) => Promise<T>): Promise<T> },
+  db: Db | DbTx,
   projectId: string,
   input: WorkflowInput,
 ): Promise<{ id: string }> {
@@ -28,7 +27,7 @@ export async function createWorkflow(
     );
   }
   const wf = parsed.data;
-  return db.$transaction(async (tx) => {
+  return transaction(db, 'ENGINE', async (tx) => {
     const workflow = await tx.workflow.create({
       data: {
         projectId,
@@ -84,11 +83,11 @@ export async function createWorkflowAudited(db: Db, by: Acting, input: WorkflowI
     return { ok: false, reason: 'NAME_TAKEN', workflowId: holder?.id ?? null };
   };
   try {
-    return await inEngineTransaction(db, async (tx) => {
+    return await transaction(db, 'ENGINE', async (tx) => {
       const taken = await tx.workflow.findFirst({ where: { projectId: by.projectId, name: input.name }, select: { id: true } });
       if (taken) return rejectTaken(tx);
       // createWorkflow opens its own transaction; inside ours, it runs as part of it.
-      const created = await createWorkflow({ $transaction: (fn) => fn(tx) }, by.projectId, input);
+      const created = await createWorkflow(tx, by.projectId, input);
       await writeAudit(tx, {
         ...by,
         action: 'workflows.create',
@@ -103,7 +102,7 @@ export async function createWorkflowAudited(db: Db, by: Acting, input: WorkflowI
     // Two creates with one name at once: both passed the check, the unique index
     // refused the second, and its transaction is gone; audit the refusal on its own.
     if (!isUniqueViolation(error)) throw error;
-    return inEngineTransaction(db, rejectTaken);
+    return transaction(db, 'ENGINE', rejectTaken);
   }
 }
 
@@ -111,7 +110,7 @@ export type SetWorkflowEnabledResult = { ok: true; id: string; enabled: boolean 
 
 /** workflows.setEnabled: enable or disable enrollment into a workflow, audited; executions already running go on. */
 export function setWorkflowEnabled(db: Db, by: Acting, workflowId: string, enabled: boolean): Promise<SetWorkflowEnabledResult> {
-  return inEngineTransaction(db, async (tx): Promise<SetWorkflowEnabledResult> => {
+  return transaction(db, 'ENGINE', async (tx): Promise<SetWorkflowEnabledResult> => {
     const [row] = await tx.$queryRaw<{ id: string; enabled: boolean }[]>`
       -- setWorkflowEnabled
       SELECT id, enabled FROM "Workflow"
@@ -146,7 +145,7 @@ export function setWorkflowEnabled(db: Db, by: Acting, workflowId: string, enabl
 const cache = processSingleton('engine.workflowGraphs', () => new Map<string, WorkflowGraph>());
 
 /** The workflow's graph; throws if the workflow does not exist. */
-export async function loadWorkflowGraph(db: DbTx, workflowId: string): Promise<WorkflowGraph> {
+export async function loadWorkflowGraph(db: RawDb, workflowId: string): Promise<WorkflowGraph> {
   const hit = cache.get(workflowId);
   if (hit) return hit;
   // One raw statement (not a Prisma model query): a worker's engine client sends it as a

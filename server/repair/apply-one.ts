@@ -1,6 +1,6 @@
-import type { Db } from '../db';
+import { transaction, type Db } from '../db';
 import { writeAudit } from '../engine/audit';
-import { inEngineTransaction } from '../engine/transaction';
+
 import { applyRepair } from './actions';
 import type { ApplyResult } from './apply';
 import { applyMessageRepair, isMessageRepairAction, type MessageApplyResult, type MessageRepairAction } from './messages';
@@ -52,7 +52,7 @@ export type ApplyOneResult = { target: 'message'; result: MessageApplyResult } |
 
 export async function applyOneRepair(db: Db, req: ApplyOneRequest, opts: RepairOptions): Promise<ApplyOneResult> {
   const notFound = async (targetType: string, targetId: string, message: string) => {
-    await inEngineTransaction(db, (tx) =>
+    await transaction(db, 'ENGINE', (tx) =>
       writeAudit(tx, {
         projectId: req.projectId,
         actor: req.actor,

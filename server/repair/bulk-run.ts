@@ -1,6 +1,5 @@
-import type { Db } from '../db';
+import { transaction, type Db } from '../db';
 import { writeAudit } from '../engine/audit';
-import { inEngineTransaction } from '../engine/transaction';
 import { applyMany, runMany, type BulkProgress, type BulkRequest } from './bulk';
 import type { RepairOptions } from './target';
 
@@ -22,7 +21,7 @@ interface RunCounts {
 
 /** The audit entry of a bulk run as a whole (each row's repair has its own). */
 export async function auditBulkRun(db: Db, req: Pick<AuditedBulkRequest, 'projectId' | 'actor' | 'action' | 'reason' | 'selection'>, run: RunCounts) {
-  await inEngineTransaction(db, (tx) =>
+  await transaction(db, 'ENGINE', (tx) =>
     writeAudit(tx, {
       projectId: req.projectId,
       actor: req.actor,

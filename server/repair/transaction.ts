@@ -1,10 +1,9 @@
-import type { Db, DbTx } from '../db';
+import { transaction, type Db, type DbTx } from '../db';
 import { databaseBusy } from '../database-unavailable';
 import { writeAudit, type AuditInput } from '../engine/audit';
-import { ENGINE_TRANSACTION, inEngineTransaction } from '../engine/transaction';
 
 // The transaction of one repair (an execution's, an event's, an email's, a wait resolved by
-// hand): the engine's transaction policy (ENGINE_TRANSACTION), so an operator's claim
+// hand): the engine's transaction policy (TRANSACTION_POLICY.ENGINE, server/db/transaction.ts), so an operator's claim
 // waits for a row a worker holds as long as the engine's own work may. When the database
 // does not let it finish in time (a lock held past the policy, the server's statement
 // timeout, a deadlock) the transaction is rolled back: the repair changed nothing, the
@@ -31,11 +30,11 @@ export async function inRepairTransaction<T>(
   attempt: () => Omit<AuditInput, 'outcome' | 'after'>,
 ): Promise<T | RepairBusy> {
   try {
-    return await db.$transaction(fn, ENGINE_TRANSACTION);
+    return await transaction(db, 'ENGINE', fn);
   } catch (error) {
     if (!databaseBusy(error)) throw error;
     const entry = attempt();
-    await inEngineTransaction(db, (tx) => writeAudit(tx, { ...entry, outcome: 'FAILED', after: { reason: 'BUSY', message: REPAIR_BUSY_MESSAGE } })).catch(
+    await transaction(db, 'ENGINE', (tx) => writeAudit(tx, { ...entry, outcome: 'FAILED', after: { reason: 'BUSY', message: REPAIR_BUSY_MESSAGE } })).catch(
       (auditError: unknown) => console.warn(`${entry.action}: the database was busy, and so was writing the failed attempt's audit entry:`, auditError),
     );
     return { ok: false, code: 'BUSY', message: REPAIR_BUSY_MESSAGE };

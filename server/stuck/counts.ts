@@ -1,4 +1,4 @@
-import { Prisma, type DbTx } from '../db';
+import { Prisma, type RawDb } from '../db';
 import { STUCK_REASONS, type StuckReason } from '../common/stuck-reasons';
 import { itemStep, union, type StuckScope } from './predicates';
 
@@ -24,7 +24,7 @@ export function stuckCountsQuery(s: StuckScope): Prisma.Sql {
 }
 
 /** How many items each reason has, per workflow and step (the console's counts are sums of these). */
-export async function countStuckByPlace(db: DbTx, s: StuckScope): Promise<StuckCount[]> {
+export async function countStuckByPlace(db: RawDb, s: StuckScope): Promise<StuckCount[]> {
   return db.$queryRaw<StuckCount[]>(stuckCountsQuery(s));
 }
 
@@ -36,6 +36,6 @@ export function stuckByReason(counts: readonly StuckCount[]): Record<StuckReason
 }
 
 /** How many items each reason has (all reasons, zero included). */
-export async function countStuck(db: DbTx, s: StuckScope): Promise<Record<StuckReason, number>> {
+export async function countStuck(db: RawDb, s: StuckScope): Promise<Record<StuckReason, number>> {
   return stuckByReason(await countStuckByPlace(db, s));
 }

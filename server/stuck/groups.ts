@@ -1,4 +1,4 @@
-import { Prisma, type DbTx } from '../db';
+import { Prisma, type RawDb } from '../db';
 import { STUCK_REASONS, type StuckReason } from '../common/stuck-reasons';
 import { itemError, itemStep, union, type StuckScope } from './predicates';
 
@@ -104,6 +104,6 @@ export function stuckGroupsQuery(s: StuckScope & { reasons?: readonly StuckReaso
 }
 
 /** Every stuck item grouped by cause (at most 500 groups, biggest first). */
-export async function stuckGroups(db: DbTx, s: StuckScope & { reasons?: readonly StuckReason[] }): Promise<StuckGroup[]> {
+export async function stuckGroups(db: RawDb, s: StuckScope & { reasons?: readonly StuckReason[] }): Promise<StuckGroup[]> {
   return db.$queryRaw<StuckGroup[]>(stuckGroupsQuery(s));
 }

@@ -1,4 +1,4 @@
-import { Prisma, type DbTx } from '../db';
+import { Prisma, type RawDb } from '../db';
 import { STUCK_REASONS, type StuckReason } from '../common/stuck-reasons';
 import { groupConditions, type StuckGroupFilter } from './groups';
 import { stuckQuery, type StuckItem, type StuckScope } from './predicates';
@@ -38,7 +38,7 @@ export function stuckPageQuery(s: StuckPageScope): Prisma.Sql {
  * page costs its rows, not the number of stuck items.
  */
 export async function listStuck(
-  db: DbTx,
+  db: RawDb,
   s: StuckPageScope,
 ): Promise<{ items: StuckItem[]; nextCursor: StuckCursor | null }> {
   const rows = await db.$queryRaw<StuckItem[]>(stuckPageQuery(s));

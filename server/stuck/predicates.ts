@@ -1,4 +1,4 @@
-import { Prisma, type DbTx } from '../db';
+import { Prisma, type RawDb } from '../db';
 
 // Why an execution (or an accepted event) is not moving: each reason of
 // docs/stuck-and-repair.md is one SQL predicate, defined here once and reused by
@@ -315,7 +315,7 @@ export const itemStep = Prisma.sql`(x.detail->>'stepId')`;
 export const itemError = Prisma.sql`COALESCE(x.detail->>'error', x.detail->>'lastError')`;
 
 /** The reasons one execution is stuck for right now (the console's detail page, previews). */
-export async function stuckReasonsOf(db: DbTx, s: StuckScope, executionId: string): Promise<StuckItem[]> {
+export async function stuckReasonsOf(db: RawDb, s: StuckScope, executionId: string): Promise<StuckItem[]> {
   const executionReasons = STUCK_REASONS.filter((r) => !EVENT_REASONS.includes(r));
   return db.$queryRaw<StuckItem[]>`
     -- stuckReasonsOf

@@ -1,18 +1,13 @@
-import type { Db, DbTx } from '../db';
+import type { DbTx } from '../db';
 import { writeAudit, type Acting, type AuditOutcome } from '../engine/audit';
-import { inEngineTransaction } from '../engine/transaction';
 import type { Actor } from '../auth/actor';
 
-// How routers change things: inside one transaction that also writes the AuditEntry
+// How routers change things: inside one transaction (server/db/transaction.ts, the
+// ENGINE policy) that also writes the AuditEntry
 // recording the change (I8), so an entry exists exactly when its change does. A refused or
 // lost attempt is audited too, and committed, before the router answers with its error:
 // the handler returns the refusal as a value from the transaction and throws only after
 // commit, since throwing inside would roll the audit entry back with everything else.
-
-/** One transaction with the engine's options (server/engine/transaction.ts). */
-export function inTransaction<T>(db: Db, fn: (tx: DbTx) => Promise<T>): Promise<T> {
-  return inEngineTransaction(db, fn);
-}
 
 /** The caller as the engine's audited changes take it: its project, and its actor id. */
 export function acting(actor: Actor): Acting {

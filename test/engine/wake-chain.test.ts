@@ -3,7 +3,7 @@ import { advanceFromWait, claimDueWaits, lockDueWaits } from '../../server/engin
 import { createEngineContext } from '../../server/engine/context';
 import { enroll } from '../../server/engine/enrollment';
 import { processDueWaits } from '../../server/engine/runner';
-import { inEngineTransaction } from '../../server/engine/transaction';
+import { rawTransaction } from '../../server/db';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { runStepsOnly } from '../support/drive';
 import { createProject, delayWorkflow, stepId, workflowFrom } from '../support/fixtures';
@@ -38,7 +38,7 @@ describe('the wake-up claims the next step with the advance', () => {
     const wf = await workflowFrom(t.db, projectId, delayWorkflow(3600));
     const mail = await stepId(t.db, wf.id, 'mail');
     const executionId = await dueDelay(wf.id, 'wake-claim@example.com');
-    const [wait] = await inEngineTransaction(t.db, async (tx) => claimDueWaits(tx, { stepExecutionIds: await lockDueWaits(tx, { limit: 10 }) }));
+    const [wait] = await rawTransaction(t.db, 'ENGINE', async (tx) => claimDueWaits(tx, { stepExecutionIds: await lockDueWaits(tx, { limit: 10 }) }));
     expect(wait).toMatchObject({ executionId, branch: null });
     const advance = {
       executionId,

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { closeDb, createDb, preparedRaw, preparedTransaction, Prisma, type Db, type DbTx } from '../../server/db';
+import { closeDb, createDb, preparedRaw, preparedTransaction, Prisma, type Db, type RawDb } from '../../server/db';
 import { freshDatabase, type TestDatabase } from '../support/database';
 
 // A raw engine transaction sends BEGIN in the same write as its first statement
@@ -31,9 +31,9 @@ beforeEach(async () => {
 });
 
 const raw = () => preparedRaw(db);
-const insert = (tx: DbTx, n: number) => tx.$executeRaw`INSERT INTO begin_probe (n) VALUES (${n}::int)`;
+const insert = (tx: RawDb, n: number) => tx.$executeRaw`INSERT INTO begin_probe (n) VALUES (${n}::int)`;
 /** 10 / d: a division by zero at execution when d is 0 (the statement parses and plans). */
-const insertQuotient = (tx: DbTx, d: number) => tx.$executeRaw`INSERT INTO begin_probe (n) VALUES (10 / ${d}::int)`;
+const insertQuotient = (tx: RawDb, d: number) => tx.$executeRaw`INSERT INTO begin_probe (n) VALUES (10 / ${d}::int)`;
 const rows = async () => (await t.query<{ n: number }>('SELECT n FROM begin_probe ORDER BY n')).map((r) => r.n);
 
 /**
@@ -100,7 +100,7 @@ describe('BEGIN sent with the first statement', () => {
 
   it('a first statement naming a table that is not there yet fails, and runs once the table exists (a migration landing under a running process)', async () => {
     await t.query('DROP TABLE IF EXISTS begin_late');
-    const late = (tx: DbTx) => tx.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM begin_late`;
+    const late = (tx: RawDb) => tx.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM begin_late`;
     for (let round = 0; round < 3; round++) {
       await expect(preparedTransaction(raw(), late)).rejects.toThrow(/begin_late/);
       await connectionIsClean();
@@ -168,7 +168,7 @@ describe('COMMIT sent with the closing statement', () => {
 
   it('a closing statement naming a table not there yet fails and rolls back; once the table exists it runs', async () => {
     await t.query('DROP TABLE IF EXISTS commit_late');
-    const late = (tx: DbTx) => tx.$executeRaw`INSERT INTO commit_late (n) VALUES (1)`;
+    const late = (tx: RawDb) => tx.$executeRaw`INSERT INTO commit_late (n) VALUES (1)`;
     for (let round = 0; round < 3; round++) {
       await expect(preparedTransaction(raw(), (tx) => insert(tx, 1), late)).rejects.toThrow(/commit_late/);
       expect(await rows()).toEqual([]);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeDb, createDb, preparedRaw, preparedTransaction, type Db, type DbTx } from '../../server/db';
+import { closeDb, createDb, preparedRaw, preparedTransaction, type Db, type RawDb } from '../../server/db';
 import { freshDatabase, type TestDatabase } from '../support/database';
 
 // A connection the database terminates while the pool has it checked out (a transaction
@@ -24,7 +24,7 @@ afterAll(async () => {
   await t.drop();
 });
 
-async function terminateMidTransaction(tx: DbTx): Promise<void> {
+async function terminateMidTransaction(tx: RawDb): Promise<void> {
   const [row] = await tx.$queryRaw<{ pid: number }[]>`SELECT pg_backend_pid() AS pid`;
   await t.query(`SELECT pg_terminate_backend(${Number(row!.pid)})`);
   // The client sits checked out with no query running while the termination arrives.

@@ -7,7 +7,7 @@ import { freshDatabase, type TestDatabase } from '../support/database';
 import { createProject, holdExecutionRow, parkedAtWait, waitWorkflow, workflowFrom } from '../support/fixtures';
 
 // A repair waiting on a row that other work holds. It waits as long as the engine's own
-// transactions may (ENGINE_TRANSACTION), not Prisma's 5 s default; and when the database
+// transactions may (TRANSACTION_POLICY.ENGINE), not Prisma's 5 s default; and when the database
 // does not let it finish (here: the server's statement timeout, below a 1 s query timeout)
 // it answers a typed, retryable BUSY (503, data.conflict.reason BUSY), changes nothing,
 // and the attempt is audited FAILED. Before, both answered INTERNAL_SERVER_ERROR.

@@ -1,4 +1,4 @@
-import { Prisma, type DbTx } from '../../db';
+import { Prisma, type RawDb } from '../../db';
 import { readExecutionState, type ExecutionState, type StepClaim, type UnclaimableStep } from './execution';
 import { batchClaimColumns, claimValues, eventResumesWait, executionStillClaimed, moveTo, secondsFromNow, stepRowClaim, stepStillClaimed } from './fragments';
 import type { Lost, Won } from './result';
@@ -66,7 +66,7 @@ export interface Completion {
  * share in the same order. A batch holds each execution once, and each contact's patch
  * once (two patches of one contact in one UPDATE would keep only one).
  */
-export async function advanceExecutions(db: DbTx, completions: Completion[]): Promise<CompleteResult[]> {
+export async function advanceExecutions(db: RawDb, completions: Completion[]): Promise<CompleteResult[]> {
   if (completions.length === 0) return [];
   const rows = [...completions].sort((a, b) => (a.claim.executionId < b.claim.executionId ? -1 : a.claim.executionId > b.claim.executionId ? 1 : 0));
   const executions = new Set(rows.map((r) => r.claim.executionId));
@@ -165,7 +165,7 @@ export async function advanceExecutions(db: DbTx, completions: Completion[]): Pr
  * I5, I6: complete one claimed step and advance its execution: a batch of one
  * (advanceExecutions), for callers that hold a single claim.
  */
-export async function advanceExecution(db: DbTx, claim: StepClaim, a: Advance): Promise<CompleteResult> {
+export async function advanceExecution(db: RawDb, claim: StepClaim, a: Advance): Promise<CompleteResult> {
   const [result] = await advanceExecutions(db, [{ claim, advance: a }]);
   return result!;
 }
@@ -212,7 +212,7 @@ export type ParkResult =
  * event accepted after it waits for our commit and then finds the wait parked.
  */
 export async function parkExecution(
-  db: DbTx,
+  db: RawDb,
   claim: StepClaim,
   opts: { dueInSeconds: number; output: Record<string, unknown>; awaitEvent?: string | null },
 ): Promise<ParkResult> {
@@ -266,7 +266,7 @@ export async function parkExecution(
  * otherwise the execution becomes FAILED. Fenced like every completion.
  */
 export async function failStep(
-  db: DbTx,
+  db: RawDb,
   claim: StepClaim,
   opts: { error: string; retryInSeconds: number | null },
 ): Promise<CompleteResult> {
@@ -300,7 +300,7 @@ export async function failStep(
  * I6: an execution was claimed but its step row was in no claimable state (e.g. written
  * by hand). Fail it visibly rather than re-claiming it forever.
  */
-export async function failUnclaimable(db: DbTx, u: UnclaimableStep, error: string): Promise<boolean> {
+export async function failUnclaimable(db: RawDb, u: UnclaimableStep, error: string): Promise<boolean> {
   const rows = await db.$queryRaw<{ id: string }[]>`
     -- failUnclaimable
     UPDATE "WorkflowExecution"

@@ -1,4 +1,4 @@
-import { Prisma, type DbTx } from '../../db';
+import { Prisma, type RawDb } from '../../db';
 import { claimValues, executionStillClaimed, secondsFromNow, stepRowClaim, stepStillClaimed } from './fragments';
 import type { Lost, Won } from './result';
 
@@ -16,7 +16,7 @@ export interface ExecutionState {
 }
 
 /** The current state of an execution, for telling a loser what won. */
-export async function readExecutionState(db: DbTx, executionId: string): Promise<ExecutionState | null> {
+export async function readExecutionState(db: RawDb, executionId: string): Promise<ExecutionState | null> {
   const rows = await db.$queryRaw<ExecutionState[]>`
     -- readExecutionState
     SELECT id, status::text AS status, version, "currentStepId", "updatedAt"
@@ -44,7 +44,7 @@ export interface NewExecutions {
  * inserted in the order given (callers sort them, so batches never deadlock). Returns
  * the rows inserted.
  */
-export async function insertExecutions(db: DbTx, e: NewExecutions): Promise<{ id: string; contactId: string }[]> {
+export async function insertExecutions(db: RawDb, e: NewExecutions): Promise<{ id: string; contactId: string }[]> {
   if (e.rows.length === 0) return [];
   return db.$queryRaw<{ id: string; contactId: string }[]>`
     -- insertExecutions
@@ -129,7 +129,7 @@ function claimedStepRows(leaseSeconds: number, owner: string | null): Prisma.Sql
  * out any earlier holder.
  */
 export async function claimReadySteps(
-  db: DbTx,
+  db: RawDb,
   opts: {
     limit: number;
     leaseSeconds: number;
@@ -171,7 +171,7 @@ export async function claimReadySteps(
  * a duplicate or stale caller loses on the version.
  */
 export async function claimStep(
-  db: DbTx,
+  db: RawDb,
   opts: { executionId: string; expectedVersion: number; leaseSeconds: number; owner?: string },
 ): Promise<Won<{ claim: StepClaim }> | Lost<ExecutionState | null> | { won: false; unclaimable: UnclaimableStep }> {
   const rows = await db.$queryRaw<ClaimRow[]>`
@@ -198,7 +198,7 @@ export async function claimStep(
  * revive it behind their back. Neither row is touched (nor locked) unless the step row
  * qualifies, so a refused renewal changes nothing.
  */
-export async function renewLease(db: DbTx, claim: StepClaim, leaseSeconds: number): Promise<boolean> {
+export async function renewLease(db: RawDb, claim: StepClaim, leaseSeconds: number): Promise<boolean> {
   const rows = await db.$queryRaw<{ id: string }[]>`
     -- renewLease
     WITH exec AS (

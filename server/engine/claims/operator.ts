@@ -1,4 +1,4 @@
-import { Prisma, type DbTx } from '../../db';
+import { Prisma, savepoint, type DbTx, type RawDb } from '../../db';
 import { stepFrom } from '../transitions';
 import { readExecutionState, type ExecutionState } from './execution';
 import {
@@ -52,8 +52,7 @@ export function isActiveExecutionViolation(error: unknown): boolean {
  */
 async function unlessActiveExecution<T>(db: DbTx, statement: (db: DbTx) => Promise<T>): Promise<{ refused: false; value: T } | { refused: true }> {
   try {
-    const nested = db as unknown as { $transaction<R>(fn: (tx: DbTx) => Promise<R>): Promise<R> };
-    return { refused: false, value: await nested.$transaction((inner) => statement(inner)) };
+    return { refused: false, value: await savepoint(db, statement) };
   } catch (error) {
     if (isActiveExecutionViolation(error)) return { refused: true };
     throw error;
@@ -61,7 +60,7 @@ async function unlessActiveExecution<T>(db: DbTx, statement: (db: DbTx) => Promi
 }
 
 /** The active execution of this execution's (workflow, contact), other than itself. */
-export async function readActiveSibling(db: DbTx, executionId: string): Promise<string | null> {
+export async function readActiveSibling(db: RawDb, executionId: string): Promise<string | null> {
   const rows = await db.$queryRaw<{ id: string }[]>`
     -- readActiveSibling
     SELECT x.id FROM "WorkflowExecution" e
@@ -77,7 +76,7 @@ export async function readActiveSibling(db: DbTx, executionId: string): Promise<
  * whoever moved the execution.
  */
 async function reactivationAnswer(
-  db: DbTx,
+  db: RawDb,
   executionId: string,
   claimed: { refused: false; value: { version: number | null; sibling: string | null }[] } | { refused: true },
 ): Promise<OperatorClaimResult> {
@@ -95,7 +94,7 @@ async function reactivationAnswer(
  * cannot be resolved afterwards and a worker's completion of it loses.
  */
 export async function cancelExecution(
-  db: DbTx,
+  db: RawDb,
   opts: { executionId: string; expectedVersion: number; reason: string },
 ): Promise<Won<{ version: number }> | Lost<ExecutionState | null>> {
   const rows = await db.$queryRaw<{ version: number }[]>`
@@ -218,7 +217,7 @@ export async function skipStep(
  * fenced by the attempt count the operator saw (an event's version).
  */
 export async function redriveEvent(
-  db: DbTx,
+  db: RawDb,
   opts: { eventId: string; expectedAttempts: number },
 ): Promise<boolean> {
   const rows = await db.$queryRaw<{ id: string }[]>`
@@ -241,7 +240,7 @@ export type MessageClaimResult = Won<{ version: number; status: MessageStatus }>
  * SENT, without sending it again; fenced by the message version the operator saw.
  */
 export async function markMessageSent(
-  db: DbTx,
+  db: RawDb,
   opts: { messageId: string; expectedVersion: number; providerId?: string | null },
 ): Promise<MessageClaimResult> {
   const rows = await db.$queryRaw<{ version: number; status: MessageStatus }[]>`
@@ -262,7 +261,7 @@ export async function markMessageSent(
  * the version the operator saw, so two operators cannot both resend it.
  */
 export async function requeueMessage(
-  db: DbTx,
+  db: RawDb,
   opts: { messageId: string; expectedVersion: number },
 ): Promise<MessageClaimResult> {
   const rows = await db.$queryRaw<{ version: number; status: MessageStatus }[]>`
@@ -281,7 +280,7 @@ export async function requeueMessage(
  * again and no longer listed as stuck. Fenced by the version the operator saw.
  */
 export async function abandonMessage(
-  db: DbTx,
+  db: RawDb,
   opts: { messageId: string; expectedVersion: number },
 ): Promise<MessageClaimResult> {
   const rows = await db.$queryRaw<{ version: number; status: MessageStatus }[]>`

@@ -1,4 +1,4 @@
-import { Prisma, type DbTx } from '../../db';
+import { Prisma, type RawDb } from '../../db';
 import type { MessageStatus } from '../../generated/prisma/enums';
 import { eventChannelKey, seconds, secondsFromNow } from './fragments';
 
@@ -28,7 +28,7 @@ export interface EventRow {
  * either seen this event or decided before it was accepted (docs/event-time.md, "The event channel lock").
  */
 export async function insertEvent(
-  db: DbTx,
+  db: RawDb,
   e: {
     projectId: string;
     contactId: string | null;
@@ -58,7 +58,7 @@ export async function insertEvent(
  * dispatcher loses until the lease expires, so a crash mid-dispatch is retried later.
  */
 export async function claimEventDispatch(
-  db: DbTx,
+  db: RawDb,
   opts: { eventId: string; owner: string; leaseSeconds: number },
 ): Promise<EventRow | null> {
   const rows = await db.$queryRaw<EventRow[]>`
@@ -74,7 +74,7 @@ export async function claimEventDispatch(
 
 /** I7: the sweeper's batch form: events due for (re)dispatch whose lease is free. */
 export async function claimDueEvents(
-  db: DbTx,
+  db: RawDb,
   opts: { owner: string; leaseSeconds: number; limit: number },
 ): Promise<EventRow[]> {
   return db.$queryRaw<EventRow[]>`
@@ -94,7 +94,7 @@ export async function claimDueEvents(
 }
 
 /** I7: mark a dispatched event processed, only by the lease holder. */
-export async function completeEventDispatch(db: DbTx, opts: { eventId: string; owner: string }): Promise<boolean> {
+export async function completeEventDispatch(db: RawDb, opts: { eventId: string; owner: string }): Promise<boolean> {
   const rows = await db.$queryRaw<{ id: string }[]>`
     -- completeEventDispatch
     UPDATE "Event"
@@ -109,7 +109,7 @@ export async function completeEventDispatch(db: DbTx, opts: { eventId: string; o
  * is dead-lettered after maxAttempts, where the console shows it as EVENT_DEAD.
  */
 export async function failEventDispatch(
-  db: DbTx,
+  db: RawDb,
   opts: { eventId: string; owner: string; error: string; maxAttempts: number },
 ): Promise<{ dead: boolean } | null> {
   const rows = await db.$queryRaw<{ dead: boolean }[]>`
@@ -142,7 +142,7 @@ export interface QueuedMessage {
  * console shows it (MESSAGE_UNCONFIRMED) for an operator to decide.
  */
 export async function claimQueuedMessages(
-  db: DbTx,
+  db: RawDb,
   opts: { owner: string; leaseSeconds: number; limit: number },
 ): Promise<QueuedMessage[]> {
   return db.$queryRaw<QueuedMessage[]>`
@@ -166,7 +166,7 @@ export async function claimQueuedMessages(
  * must not revive it behind their back. Returns the messages renewed.
  */
 export async function renewMessageLeases(
-  db: DbTx,
+  db: RawDb,
   opts: { owner: string; leaseSeconds: number; messages: { messageId: string; version: number }[] },
 ): Promise<string[]> {
   if (opts.messages.length === 0) return [];
@@ -187,7 +187,7 @@ export async function renewMessageLeases(
  * up on it, a stalled sender's late write changes nothing.
  */
 export async function recordDelivery(
-  db: DbTx,
+  db: RawDb,
   opts: { messageId: string; owner: string; version: number; providerId?: string | null; error?: string | null },
 ): Promise<boolean> {
   const sent = !opts.error;
@@ -218,7 +218,7 @@ export interface DeliveryOutcome {
  * operator changed meanwhile is left alone while the others are recorded. Returns the
  * messages recorded.
  */
-export async function recordDeliveries(db: DbTx, opts: { owner: string; outcomes: DeliveryOutcome[] }): Promise<string[]> {
+export async function recordDeliveries(db: RawDb, opts: { owner: string; outcomes: DeliveryOutcome[] }): Promise<string[]> {
   if (opts.outcomes.length === 0) return [];
   const rows = await db.$queryRaw<{ id: string }[]>`
     -- recordDeliveries
@@ -255,7 +255,7 @@ export interface MessageState {
 }
 
 /** The current state of a message, for telling a loser what won. */
-export async function readMessageState(db: DbTx, messageId: string): Promise<MessageState | null> {
+export async function readMessageState(db: RawDb, messageId: string): Promise<MessageState | null> {
   const rows = await db.$queryRaw<MessageState[]>`
     -- readMessageState
     SELECT id, "projectId", "executionId", "stepExecutionId", status::text AS status, version, "leaseOwner",

@@ -1,4 +1,4 @@
-import { Prisma, type DbTx } from '../../db';
+import { Prisma, type RawDb } from '../../db';
 import type { ResumeEvent } from './completion';
 import { readExecutionState, type ExecutionState, type StepClaim } from './execution';
 import { bumpExecutionsOfResolvedWaits, eventChannelKey, eventResumesWait, moveTo, parkedWaitWindow, seconds, secondsFromNow, stepRowClaim } from './fragments';
@@ -33,7 +33,7 @@ export interface WaitState {
   execution: ExecutionState | null;
 }
 
-export async function readWaitState(db: DbTx, stepExecutionId: string): Promise<WaitState | null> {
+export async function readWaitState(db: RawDb, stepExecutionId: string): Promise<WaitState | null> {
   const rows = await db.$queryRaw<Omit<WaitState, 'execution'>[]>`
     -- readWaitState
     SELECT id AS "stepExecutionId", "executionId", status::text AS status, "resolvedBy"::text AS "resolvedBy",
@@ -52,7 +52,7 @@ export async function readWaitState(db: DbTx, stepExecutionId: string): Promise<
  * Bumps the execution's version: resolving is a state change.
  */
 export async function claimWait(
-  db: DbTx,
+  db: RawDb,
   opts: {
     stepExecutionId: string;
     resolvedBy: WaitResolver;
@@ -96,7 +96,7 @@ export async function claimWait(
  * WAIT_FOR_EVENT takes it in the statement before parkExecution. Inside a transaction
  * only: outside one the lock ends with the statement.
  */
-export async function lockEventChannel(db: DbTx, opts: { contactId: string; eventName: string }): Promise<void> {
+export async function lockEventChannel(db: RawDb, opts: { contactId: string; eventName: string }): Promise<void> {
   await db.$queryRaw`
     -- lockEventChannel
     SELECT pg_advisory_xact_lock(${eventChannelKey(Prisma.sql`${opts.contactId}::uuid`, Prisma.sql`${opts.eventName}::text`)})::text AS locked`;
@@ -108,7 +108,7 @@ export async function lockEventChannel(db: DbTx, opts: { contactId: string; even
  * waits.resolve TIMEOUT ask it after lockEventChannel, so no event accepted before the
  * read is missed. Empty for a DELAY, or a wait no longer parked.
  */
-export async function readEventsResumingWait(db: DbTx, opts: { stepExecutionId: string; limit: number }): Promise<ResumeEvent[]> {
+export async function readEventsResumingWait(db: RawDb, opts: { stepExecutionId: string; limit: number }): Promise<ResumeEvent[]> {
   return db.$queryRaw<ResumeEvent[]>`
     -- readEventsResumingWait
     SELECT ev.id, ev.name, ev.data, ev."createdAt"
@@ -123,7 +123,7 @@ export async function readEventsResumingWait(db: DbTx, opts: { stepExecutionId: 
 }
 
 /** Of these step executions, the unresolved waits an event accepted inside their window would resume by EVENT now. */
-export async function findWaitsWithInWindowEvents(db: DbTx, stepExecutionIds: string[]): Promise<string[]> {
+export async function findWaitsWithInWindowEvents(db: RawDb, stepExecutionIds: string[]): Promise<string[]> {
   if (stepExecutionIds.length === 0) return [];
   const rows = await db.$queryRaw<{ id: string }[]>`
     -- findWaitsWithInWindowEvents
@@ -145,7 +145,7 @@ export type EventMisfit = 'NOT_AN_EVENT_WAIT' | 'OTHER_NAME' | 'BEFORE_WAIT' | '
  * else the first reason it does not. The answer is eventResumesWait's; the reason is
  * only its explanation.
  */
-export async function readEventMisfit(db: DbTx, opts: { stepExecutionId: string; eventId: string }): Promise<EventMisfit | null> {
+export async function readEventMisfit(db: RawDb, opts: { stepExecutionId: string; eventId: string }): Promise<EventMisfit | null> {
   const [row] = await db.$queryRaw<{ misfit: EventMisfit | null }[]>`
     -- readEventMisfit
     SELECT CASE WHEN ws.type = 'WAIT_FOR_EVENT' AND ${eventResumesWait(parkedWaitWindow)} THEN NULL
@@ -176,7 +176,7 @@ export interface EventWaitClaim extends WaitClaim {
  * looks back for the event when it parks.
  */
 export async function claimWaitsForEvent(
-  db: DbTx,
+  db: RawDb,
   event: { id: string; projectId: string; contactId: string; name: string; createdAt: Date },
 ): Promise<EventWaitClaim[]> {
   return db.$queryRaw<EventWaitClaim[]>`
@@ -217,7 +217,7 @@ export async function claimWaitsForEvent(
  * lets claimDueWaits, in the next statement of the same transaction, see every event
  * accepted before the deadline. Inside a transaction only.
  */
-export async function lockDueWaits(db: DbTx, opts: { limit: number }): Promise<string[]> {
+export async function lockDueWaits(db: RawDb, opts: { limit: number }): Promise<string[]> {
   const rows = await db.$queryRaw<{ id: string }[]>`
     -- lockDueWaits
     WITH due AS (
@@ -251,7 +251,7 @@ export interface DueWaitClaim extends WaitClaim {
  * execution (its dispatch is late or failed) and resolves by EVENT; with none, it
  * resolves by TIMEOUT. The same CAS as every resolution (WAITING, resolvedBy IS NULL).
  */
-export async function claimDueWaits(db: DbTx, opts: { stepExecutionIds: string[] }): Promise<DueWaitClaim[]> {
+export async function claimDueWaits(db: RawDb, opts: { stepExecutionIds: string[] }): Promise<DueWaitClaim[]> {
   if (opts.stepExecutionIds.length === 0) return [];
   const rows = await db.$queryRaw<(WaitClaim & { eventId: string | null; eventName: string; eventData: unknown; eventAt: Date })[]>`
     -- claimDueWaits
@@ -297,7 +297,7 @@ export async function claimDueWaits(db: DbTx, opts: { stepExecutionIds: string[]
  * with the version this advance writes (the version moves by two).
  */
 export async function advanceFromWait(
-  db: DbTx,
+  db: RawDb,
   opts: {
     executionId: string;
     expectedVersion: number;
@@ -359,7 +359,7 @@ export interface PendingContinuation {
 
 /** Waits resolved at least `olderThanSeconds` ago whose execution has not moved past them. */
 export async function findPendingContinuations(
-  db: DbTx,
+  db: RawDb,
   opts: { olderThanSeconds: number; limit: number },
 ): Promise<PendingContinuation[]> {
   return db.$queryRaw<PendingContinuation[]>`

@@ -1,7 +1,6 @@
-import type { Db, DbTx } from '../../db';
+import { transaction, type Db, type DbTx, type RawDb } from '../../db';
 import { writeAudit, type Acting } from '../audit';
 import { enrollBatch, type EnrollRejection, type EnrollResult } from '../enrollment';
-import { inEngineTransaction } from '../transaction';
 import { notifyWorkers } from '../wakeup';
 import { csvImportRows } from './csv';
 import { BULK_ROWS_MAX, type BulkRow } from '../../common/enrollment-csv';
@@ -80,7 +79,7 @@ export interface EnrollmentImport {
  * is read: the refusal (audited like any other), or null when rows may follow.
  */
 export function refuseUnlessEnrollable(db: Db, by: Acting, workflowId: string, action: string): Promise<EnrollRejection | null> {
-  return inEngineTransaction(db, async (tx) => {
+  return transaction(db, 'ENGINE', async (tx) => {
     const workflow = await tx.workflow.findFirst({ where: { id: workflowId, projectId: by.projectId }, select: { enabled: true } });
     const refused: EnrollRejection | null = !workflow
       ? { reason: 'WORKFLOW_NOT_FOUND' }
@@ -125,13 +124,14 @@ class CallAudit {
 
   /** Run `work` and advance the entry in one transaction; remember the counts once committed. */
   async commit(work: (tx: DbTx) => Promise<RowResult[]>, complete: boolean): Promise<RowResult[]> {
-    const { results, summary, entryId } = await this.run.db.$transaction(
+    const { results, summary, entryId } = await transaction(
+      this.run.db,
+      'IMPORT_CHUNK',
       async (tx) => {
         const results = await work(tx);
         const summary = tally(this.summary, results);
         return { results, summary, entryId: await this.write(tx, summary, complete) };
       },
-      { maxWait: 10_000, timeout: 120_000 },
     );
     this.summary = summary;
     this.entryId = entryId;
@@ -151,7 +151,7 @@ type Numbered = { n: number; row: BulkRow };
  * the row at fault fails alone.
  */
 async function processChunk(run: EnrollmentImport, callAudit: CallAudit, chunk: Numbered[], last: boolean): Promise<RowResult[]> {
-  const enrollAll = async (tx: DbTx, items: Numbered[]) => {
+  const enrollAll = async (tx: RawDb, items: Numbered[]) => {
     const valid = items.filter((item): item is { n: number; row: Exclude<BulkRow, { invalid: string }> } => !('invalid' in item.row));
     const enrolled = await enrollBatch(
       tx,

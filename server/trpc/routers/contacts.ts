@@ -1,7 +1,8 @@
 import { TRPCError } from '@trpc/server';
 import { replaceContactData, setContactSubscribed, upsertContact, type ContactChange } from '../../engine/contacts';
 import { contactDataByEmail, contactJourney, listContacts } from '../../read/contacts';
-import { audit, inTransaction } from '../audit';
+import { audit } from '../audit';
+import { transaction } from '../../db';
 import { likePrefix } from '../../common/inputs';
 import { conflictError, marketerProcedure, router, viewerProcedure } from '../trpc';
 import { getContactInput, listContactsInput, setSubscribedInput, updateContactInput, upsertContactInput } from './contacts.schema';
@@ -21,7 +22,7 @@ function changed(change: ContactChange) {
 export const contactsRouter = router({
   /** Create the contact, or merge `data` into the one with this email (any case). */
   upsert: marketerProcedure.input(upsertContactInput).mutation(({ ctx, input }) =>
-    inTransaction(ctx.db, async (tx) => {
+    transaction(ctx.db, 'ENGINE', async (tx) => {
       const before = await contactDataByEmail(tx, ctx.actor.projectId, input.email);
       const contact = await upsertContact(tx, ctx.actor.projectId, input.email, input.data ?? {});
       await audit(tx, ctx.actor, {
@@ -65,7 +66,7 @@ export const contactsRouter = router({
 
   /** Replace the contact's data; with expectedUpdatedAt, only if nobody changed it since. */
   update: marketerProcedure.input(updateContactInput).mutation(async ({ ctx, input }) => {
-    const change = await inTransaction(ctx.db, async (tx) => {
+    const change = await transaction(ctx.db, 'ENGINE', async (tx) => {
       const r = await replaceContactData(tx, ctx.actor.projectId, input.id, input.data, input.expectedUpdatedAt ?? null);
       if (r.ok || r.reason === 'CONTACT_CHANGED') {
         await audit(tx, ctx.actor, {
@@ -84,7 +85,7 @@ export const contactsRouter = router({
 
   /** Subscribe or unsubscribe the contact (its emails are sent only while subscribed). */
   setSubscribed: marketerProcedure.input(setSubscribedInput).mutation(async ({ ctx, input }) => {
-    const change = await inTransaction(ctx.db, async (tx) => {
+    const change = await transaction(ctx.db, 'ENGINE', async (tx) => {
       const r = await setContactSubscribed(tx, ctx.actor.projectId, input.id, input.subscribed);
       if (r.ok) {
         await audit(tx, ctx.actor, {
