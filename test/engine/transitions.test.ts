@@ -1,12 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { ACTIVE_STATUSES } from '../../server/common/execution-status';
 import { TRANSITIONS, type Transition } from '../../server/engine/transitions';
-import { delegatedClaim, exportedFunctions } from '../support/claims-source';
+import { delegatedClaim, exportedFunctions, statementsOf } from '../support/claims-source';
+import { fromStatusMismatches } from '../support/status-guards';
 
 // A lint over the state machine: every
 // exported claim of server/engine/claims/ has an entry in server/engine/transitions.ts,
-// every entry names a claim that exists, and the operators' claims read their
-// from-statuses from the table rather than spelling them out again.
+// every entry names a claim that exists, each claim's SQL guards on exactly the statuses
+// its entry moves from (workers' claims and operators' alike), and the operators' claims
+// read their from-statuses from the table rather than spelling them out again.
 
 /**
  * Exported functions of the claims folder that change state (reads are named read*, find*,
@@ -69,5 +71,26 @@ describe('the transitions table', () => {
     expect(body).toMatch(new RegExp(`(executionFrom|stepFrom|executionMayMove|stepRowMayMove|TRANSITIONS)\\W+${name}\\b`));
     // No execution status list spelled out in its own SQL.
     expect(body).not.toMatch(/status IN \('/);
+  });
+
+  const sqlOf = new Map(exportedFunctions().map(({ name, node }) => [name, statementsOf(node)]));
+
+  it("each claim's SQL guards on the statuses its entry moves from: executions, step rows and messages", () => {
+    expect(fromStatusMismatches(table, sqlOf)).toEqual([]);
+  });
+
+  it('fails when the table and a claim disagree (seeded both ways)', () => {
+    // The table widened: claimWait said to move RUNNING executions too.
+    const widened = { ...table, claimWait: { ...table.claimWait!, execution: { from: ['WAITING', 'RUNNING'], to: ['WAITING'] } } } as Record<string, Transition>;
+    expect(fromStatusMismatches(widened, sqlOf)).toEqual([expect.stringContaining('claimWait: the table moves executions from [RUNNING,WAITING]')]);
+    // The SQL widened: a sender claiming FAILED messages besides QUEUED ones.
+    const claimQueued = sqlOf.get('claimQueuedMessages')!.map((sql) => sql.replace("WHERE status = 'QUEUED'", "WHERE status IN ('QUEUED', 'FAILED')"));
+    expect(claimQueued).not.toEqual(sqlOf.get('claimQueuedMessages'));
+    expect(fromStatusMismatches(table, new Map([...sqlOf, ['claimQueuedMessages', claimQueued]]))).toEqual([
+      expect.stringContaining('claimQueuedMessages: the table moves messages from [QUEUED], its SQL guards on [FAILED,QUEUED]'),
+    ]);
+    // A step guard dropped: park a claimed step whatever its row's status.
+    const park = sqlOf.get('parkExecution')!.map((sql) => sql.replaceAll(/AND s\.status = 'RUNNING'/g, ''));
+    expect(fromStatusMismatches(table, new Map([...sqlOf, ['parkExecution', park]]))).toEqual([expect.stringContaining('parkExecution: the table moves step rows')]);
   });
 });

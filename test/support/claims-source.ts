@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
+import { executionFrom, stepFrom, TRANSITIONS, type ClaimName } from '../../server/engine/transitions';
 
 // The claims folder (server/engine/claims/) as source, for the lints over it
 // (test/engine/claims-lint.test.ts, test/engine/transitions.test.ts): the functions its
@@ -74,20 +75,52 @@ for (const source of sources) {
   });
 }
 
-/** A substitution's text: a fragment written out (all its templates), any other value `$x`. */
-function substitution(expression: ts.Expression, seen: Set<string>): string {
+/** A string literal argument, or a parameter bound to one by the fragment call that holds it. */
+function literalArg(arg: ts.Expression | undefined, bound: Map<string, string>): string | undefined {
+  if (!arg) return undefined;
+  if (ts.isStringLiteral(arg)) return arg.text;
+  if (ts.isIdentifier(arg)) return bound.get(arg.text);
+  return undefined;
+}
+
+/** The transitions table's lists the operators' guards read (`executionStatuses(executionFrom('retryStep'))`), written out. */
+const TABLE_LISTS: Record<string, { list: (claim: ClaimName) => readonly string[]; of: string }> = {
+  executionStatuses: { list: executionFrom, of: 'executionFrom' },
+  stepStatuses: { list: stepFrom, of: 'stepFrom' },
+};
+
+/**
+ * A substitution's text: a fragment written out (all its templates, its string-literal
+ * arguments bound to its parameters), a list read from the transitions table as its
+ * literals, any other value `$x`.
+ */
+function substitution(expression: ts.Expression, seen: Set<string>, bound: Map<string, string>): string {
   const callee = ts.isCallExpression(expression) ? expression.expression : expression;
   const name = ts.isIdentifier(callee) ? callee.text : null;
+  if (name && ts.isCallExpression(expression) && TABLE_LISTS[name]) {
+    const inner = expression.arguments[0];
+    if (inner && ts.isCallExpression(inner) && ts.isIdentifier(inner.expression) && inner.expression.text === TABLE_LISTS[name].of) {
+      const claim = literalArg(inner.arguments[0], bound);
+      if (claim && claim in TRANSITIONS) return TABLE_LISTS[name].list(claim as ClaimName).map((s) => `'${s}'`).join(', ');
+    }
+  }
   const fragment = name && !seen.has(name) ? fragments.get(name) : undefined;
   if (!fragment || !name) return '$x';
   const inner = new Set(seen).add(name);
-  return sqlTemplates(fragment).map((t) => templateText(t.template, inner)).join(' ');
+  const binds = new Map(bound);
+  if (ts.isFunctionDeclaration(fragment) && ts.isCallExpression(expression)) {
+    fragment.parameters.forEach((p, i) => {
+      const value = literalArg(expression.arguments[i], bound);
+      if (ts.isIdentifier(p.name) && value !== undefined) binds.set(p.name.text, value);
+    });
+  }
+  return sqlTemplates(fragment).map((t) => templateText(t.template, inner, binds)).join(' ');
 }
 
-function templateText(t: ts.TemplateLiteral, seen: Set<string>): string {
+function templateText(t: ts.TemplateLiteral, seen: Set<string>, bound: Map<string, string> = new Map()): string {
   return ts.isNoSubstitutionTemplateLiteral(t)
     ? t.text
-    : [t.head.text, ...t.templateSpans.map((s) => `${substitution(s.expression, seen)}${s.literal.text}`)].join('');
+    : [t.head.text, ...t.templateSpans.map((s) => `${substitution(s.expression, seen, bound)}${s.literal.text}`)].join('');
 }
 
 /** The statements a function sends ($queryRaw / $executeRaw templates), fragments written out. */
