@@ -303,7 +303,7 @@ const MUTATIONS: Mutation[] = [
     guard: 'a parking WAIT_FOR_EVENT holds its event channel before it looks back (I7)',
     edits: [
       {
-        file: 'server/engine/runner.ts',
+        file: 'server/engine/run-steps.ts',
         find: `        await lockEventChannel(tx, { contactId: claim.contactId, eventName });
 `,
         replace: ``,

@@ -4,7 +4,7 @@ import pg from 'pg';
 import { closeDb, createDb, databaseWaitBounds } from '../server/db';
 import { databaseUrl, env, EnvError } from '../server/env';
 import { createEngineContext, type EngineContext } from '../server/engine/context';
-import { faultInjectingTransport } from '../server/engine/fault-transport';
+import { withDrillFaults } from '../server/engine/fault-transport';
 import { logTransport, smtpTransport, transportTimeoutMs, type MailTransport } from '../server/engine/transport';
 import { WAKEUP_CHANNEL } from '../server/engine/wakeup';
 import { Worker } from '../server/engine/worker';
@@ -47,10 +47,7 @@ async function main(): Promise<void> {
     ? smtpTransport(config.SMTP_URL, { timeoutMs: transportTimeoutMs(config.LEASE_SECONDS) })
     : logTransport((line) => log('info', line));
   // Drills only (npm run drill): a provider that fails or hangs on cue, with a ledger.
-  const mailControl = process.env.WAYPOST_FAULT_MAIL_CONTROL;
-  const transport = mailControl
-    ? faultInjectingTransport(configured, { controlFile: mailControl, ledgerFile: process.env.WAYPOST_FAULT_MAIL_LEDGER || null })
-    : configured;
+  const transport = withDrillFaults(configured);
   const ctx = createEngineContext(db, {
     owner,
     transport,

@@ -1,4 +1,5 @@
 import { appendFileSync, readFileSync } from 'node:fs';
+import { faults } from './faults';
 import type { MailTransport } from './transport';
 
 // Fault injection for `npm run drill` only (off unless WAYPOST_FAULT_MAIL_CONTROL is set,
@@ -19,7 +20,7 @@ import type { MailTransport } from './transport';
 
 type Mode = 'ok' | 'fail' | 'hang' | 'hang-after';
 
-const THIS_WORKER = process.env.WAYPOST_FAULT_MAIL_WORKER ?? null;
+const THIS_WORKER = faults.mailWorker;
 
 function modeOf(controlFile: string): Mode {
   try {
@@ -53,4 +54,9 @@ export function faultInjectingTransport(inner: MailTransport, opts: { controlFil
     },
     close: inner.close,
   };
+}
+
+/** The worker's transport, wrapped in the drill's provider when the drill configured one (faults.ts). */
+export function withDrillFaults(inner: MailTransport): MailTransport {
+  return faults.mail ? faultInjectingTransport(inner, faults.mail) : inner;
 }
