@@ -1,10 +1,10 @@
 import { Prisma, type Db, type DbTx } from '../db';
-import { readExecutionState, type ExecutionState, type OperatorClaimResult } from '../engine/claims';
+import { readExecutionState, type ExecutionState } from '../engine/claims';
 import { writeAudit, type AuditInput } from '../engine/audit';
 import { createEngineContext, type EngineContext } from '../engine/context';
 import type { WorkflowGraph } from '../engine/workflow-graph';
 import { loadWorkflowGraph } from '../engine/workflows';
-import { cancel, redrive, resolveWait, resumeContinuation, retry, skip, type ApplyRequest, type ApplyResult, type EventApplier, type ExecutionApplier } from './apply';
+import { cancel, redrive, resolveWait, resumeContinuation, retry, skip, type Applied, type ApplyRequest, type ApplyResult, type EventApplier, type ExecutionApplier } from './apply';
 import { explainStaleVersion, explainWaitLoss, staleEvent, type ExplainLoss, type TargetedStep } from './explain';
 import {
   planCancel,
@@ -160,8 +160,11 @@ function stateOf(target: ExecutionSnapshot | EventSnapshot) {
 const WAIT_STEP_TYPES: readonly string[] = ['WAIT_FOR_EVENT', 'DELAY'];
 
 /**
- * Apply one repair with the version the operator saw. Losing is normal: the answer says
- * who won and the current state. The change and its audit entry commit together.
+ * Apply one repair with the version the operator saw: plan, apply (the action's applier,
+ * apply.ts, answers what happened as a value), then audit what happened, all in one
+ * transaction. Losing is normal: the answer says who won and the current state. A
+ * target that is not there is refused NOT_FOUND and audited REJECTED in the same
+ * transaction (it changed nothing else).
  */
 export async function applyRepair(
   db: Db,
@@ -175,113 +178,119 @@ export async function applyRepair(
   },
   opts: RepairOptions & { engine?: Partial<EngineContext> },
 ): Promise<ApplyResult> {
-  let afterCommit: ((ctx: EngineContext) => Promise<unknown>) | null = null;
-  let result: ApplyResult;
+  let afterCommit: ((ctx: EngineContext) => Promise<unknown>) | undefined;
   const targetKind = REPAIRS[req.action]?.target ?? 'execution';
-  try {
-    result = await inRepairTransaction(db, async (tx): Promise<ApplyResult> => {
-      const ctx = createEngineContext(tx, { ...opts.engine, owner: req.actor });
-      const { target, graph } = await loadTarget(tx, req, opts);
-      const repair = REPAIRS[req.action];
-      const audit = (outcome: AuditInput['outcome'], after: unknown) =>
-        writeRepairAudit(tx, {
-          projectId: req.projectId,
-          actor: req.actor,
+  const named = { targetType: targetKind, targetId: (targetKind === 'event' ? req.eventId : req.executionId) ?? '' };
+  const result = await inRepairTransaction(db, async (tx): Promise<ApplyResult> => {
+    const audited = (entry: Pick<AuditInput, 'targetType' | 'targetId' | 'before' | 'after' | 'outcome'>) =>
+      writeRepairAudit(tx, { projectId: req.projectId, actor: req.actor, action: req.action, reason: req.reason, ...entry });
+    const notFound = async (message: string): Promise<ApplyResult> => {
+      await audited({ ...named, outcome: 'REJECTED', after: { reason: 'NOT_FOUND', message } });
+      return { ok: false, code: 'NOT_FOUND', message };
+    };
+
+    // Plan: the target as it is now, at the version the operator saw.
+    let loaded: Awaited<ReturnType<typeof loadTarget>>;
+    try {
+      loaded = await loadTarget(tx, req, opts);
+    } catch (error) {
+      if (error instanceof RepairNotFound) return notFound(error.message);
+      throw error;
+    }
+    const { target, graph } = loaded;
+    const repair = REPAIRS[req.action];
+    const audit = (outcome: AuditInput['outcome'], after: unknown) =>
+      audited({ targetType: target.kind, targetId: target.id, before: stateOf(target), after, outcome });
+
+    // The wait the operator targeted: the step execution they saw when they send it;
+    // else the execution's current wait; else (it moved past its waits) its latest one.
+    const targetedStep: TargetedStep =
+      req.expectedStepExecutionId !== undefined
+        ? { stepExecutionId: req.expectedStepExecutionId }
+        : target.kind === 'execution' && target.step && WAIT_STEP_TYPES.includes(target.step.type)
+          ? { stepExecutionId: target.stepRow?.id ?? null }
+          : 'LATEST';
+    const stepMoved = target.kind === 'execution' && req.expectedStepExecutionId !== undefined && (target.stepRow?.id ?? null) !== req.expectedStepExecutionId;
+    if (target.version !== req.expectedVersion || stepMoved) {
+      const current = target.kind === 'execution' ? await readExecutionState(tx, target.id) : null;
+      const conflict = target.kind === 'execution' ? await repair.explain(tx, req.projectId, current, targetedStep) : staleEvent(target);
+      await audit('LOST', { conflict });
+      return { ok: false, code: 'CONFLICT', conflict } as const;
+    }
+    /** The claim lost to whoever moved the target: audited LOST, with who won. */
+    const lost = async (current: ExecutionState | null): Promise<ApplyResult> => {
+      const conflict = await repair.explain(tx, req.projectId, current, targetedStep);
+      await audit('LOST', { conflict });
+      return { ok: false, code: 'CONFLICT', conflict };
+    };
+    const plan = planAction(req.action, target, graph, new Date(), req.choices);
+    if (!plan.allowed) {
+      if (plan.conflict) {
+        await audit('REJECTED', { refusal: plan.refusal, conflict: plan.conflict });
+        return { ok: false, code: 'ACTIVE_EXECUTION', message: plan.refusal!, conflict: plan.conflict, target } as const;
+      }
+      await audit('REJECTED', { refusal: plan.refusal });
+      return { ok: false, code: 'NOT_ALLOWED', message: plan.refusal!, target } as const;
+    }
+
+    // Apply: the action's claims, answering what happened.
+    const applying = {
+      tx,
+      db,
+      ctx: createEngineContext(tx, { ...opts.engine, owner: req.actor }),
+      req,
+      plan,
+      graph,
+      replan: (fresh: ExecutionSnapshot) => planAction(req.action, fresh, graph, new Date(), req.choices),
+    };
+    // The plan allowed the action, so the target is of the kind the action's entry takes.
+    const applied: Applied =
+      repair.target === 'event'
+        ? await repair.apply({ ...applying, target: target as EventSnapshot })
+        : await repair.apply({ ...applying, target: target as ExecutionSnapshot });
+
+    // Audit: what happened, in the transaction of the change.
+    switch (applied.kind) {
+      case 'NOT_FOUND':
+        return notFound(applied.message);
+      case 'LOST':
+        return lost(applied.current);
+      case 'LOST_CLAIM': {
+        if (!('reason' in applied.claim)) return lost(applied.claim.current);
+        const conflict: ActiveExecutionConflict = { reason: 'ACTIVE_EXECUTION', executionId: applied.claim.executionId };
+        await audit('LOST', { conflict });
+        return {
+          ok: false,
+          code: 'ACTIVE_EXECUTION',
+          message: `the contact now has another active execution of "${target.kind === 'execution' ? target.workflowName : ''}" (${applied.claim.executionId}); nothing was changed`,
+          conflict,
+          target,
+        };
+      }
+      case 'APPLIED': {
+        const followed = applied.plan ?? plan;
+        await audit('APPLIED', { ...followed, ...(req.choices && Object.keys(req.choices).length ? { choices: req.choices } : {}), version: applied.version });
+        afterCommit = applied.afterCommit;
+        return {
+          ok: true,
           action: req.action,
-          targetType: target.kind,
-          targetId: target.id,
-          reason: req.reason,
-          before: stateOf(target),
-          after,
-          outcome,
-        });
-
-      // The wait the operator targeted: the step execution they saw when they send it;
-      // else the execution's current wait; else (it moved past its waits) its latest one.
-      const targetedStep: TargetedStep =
-        req.expectedStepExecutionId !== undefined
-          ? { stepExecutionId: req.expectedStepExecutionId }
-          : target.kind === 'execution' && target.step && WAIT_STEP_TYPES.includes(target.step.type)
-            ? { stepExecutionId: target.stepRow?.id ?? null }
-            : 'LATEST';
-      const stepMoved = target.kind === 'execution' && req.expectedStepExecutionId !== undefined && (target.stepRow?.id ?? null) !== req.expectedStepExecutionId;
-      if (target.version !== req.expectedVersion || stepMoved) {
-        const current = target.kind === 'execution' ? await readExecutionState(tx, target.id) : null;
-        const conflict = target.kind === 'execution' ? await repair.explain(tx, req.projectId, current, targetedStep) : staleEvent(target);
-        await audit('LOST', { conflict });
-        return { ok: false, code: 'CONFLICT', conflict } as const;
+          executionId: target.kind === 'execution' ? target.id : null,
+          eventId: target.kind === 'event' ? target.id : null,
+          version: applied.version,
+          change: followed.change,
+        };
       }
-      const plan = planAction(req.action, target, graph, new Date(), req.choices);
-      if (!plan.allowed) {
-        if (plan.conflict) {
-          await audit('REJECTED', { refusal: plan.refusal, conflict: plan.conflict });
-          return { ok: false, code: 'ACTIVE_EXECUTION', message: plan.refusal!, conflict: plan.conflict, target } as const;
-        }
-        await audit('REJECTED', { refusal: plan.refusal });
-        return { ok: false, code: 'NOT_ALLOWED', message: plan.refusal!, target } as const;
-      }
-
-      const lost = async (current: ExecutionState | null): Promise<ApplyResult> => {
-        const conflict = await repair.explain(tx, req.projectId, current, targetedStep);
-        await audit('LOST', { conflict });
-        return { ok: false, code: 'CONFLICT', conflict };
-      };
-      const applying = {
-        tx,
-        db,
-        ctx,
-        req,
-        plan,
-        lost,
-        lostClaim: async (r: Exclude<OperatorClaimResult, { won: true }>): Promise<ApplyResult> => {
-          if (!('reason' in r)) return lost(r.current);
-          const conflict: ActiveExecutionConflict = { reason: 'ACTIVE_EXECUTION', executionId: r.executionId };
-          await audit('LOST', { conflict });
-          return {
-            ok: false,
-            code: 'ACTIVE_EXECUTION',
-            message: `the contact now has another active execution of "${target.kind === 'execution' ? target.workflowName : ''}" (${r.executionId}); nothing was changed`,
-            conflict,
-            target,
-          };
-        },
-        graph,
-        replan: (fresh: ExecutionSnapshot) => planAction(req.action, fresh, graph, new Date(), req.choices),
-        applied: async (version: number, as: Plan = plan): Promise<ApplyResult> => {
-          await audit('APPLIED', { ...as, ...(req.choices && Object.keys(req.choices).length ? { choices: req.choices } : {}), version });
-          return {
-            ok: true,
-            action: req.action,
-            executionId: target.kind === 'execution' ? target.id : null,
-            eventId: target.kind === 'event' ? target.id : null,
-            version,
-            change: as.change,
-          };
-        },
-        afterCommit: (then: (c: EngineContext) => Promise<unknown>) => {
-          afterCommit = then;
-        },
-      };
-      // The plan allowed the action, so the target is of the kind the action's entry takes.
-      return repair.target === 'event'
-        ? repair.apply({ ...applying, target: target as EventSnapshot })
-        : repair.apply({ ...applying, target: target as ExecutionSnapshot });
-    }, () => ({
-      projectId: req.projectId,
-      actor: req.actor,
-      action: `repair.${req.action}`,
-      targetType: targetKind,
-      targetId: (targetKind === 'event' ? req.eventId : req.executionId) ?? '',
-      reason: req.reason,
-      before: { expectedVersion: req.expectedVersion },
-    }));
-  } catch (error) {
-    if (error instanceof RepairNotFound) return { ok: false, code: 'NOT_FOUND', message: error.message };
-    throw error;
-  }
-  const then = afterCommit as ((ctx: EngineContext) => Promise<unknown>) | null;
-  if (result.ok && then) {
-    await then(createEngineContext(db, { ...opts.engine, owner: req.actor })).catch(() => {
+    }
+  }, () => ({
+    projectId: req.projectId,
+    actor: req.actor,
+    action: `repair.${req.action}`,
+    ...named,
+    reason: req.reason,
+    before: { expectedVersion: req.expectedVersion },
+  }));
+  if (result.ok && afterCommit) {
+    await afterCommit(createEngineContext(db, { ...opts.engine, owner: req.actor })).catch(() => {
       // Best effort: the workers and the sweeper pick the work up anyway.
     });
   }

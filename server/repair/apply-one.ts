@@ -1,6 +1,4 @@
-import { transaction, type Db } from '../db';
-import { writeAudit } from '../engine/audit';
-
+import type { Db } from '../db';
 import { applyRepair } from './actions';
 import type { ApplyResult } from './apply';
 import { applyMessageRepair, isMessageRepairAction, type MessageApplyResult, type MessageRepairAction } from './messages';
@@ -8,9 +6,8 @@ import type { RepairAction, RepairChoices } from './planner';
 import type { RepairOptions, RepairRequest } from './target';
 
 // One repair as the API asks for it (repair.applyOne): an execution's or an event's
-// action (actions.ts) or an email's (messages.ts). The repair writes its own audit entry
-// in its transaction; when its target is not there that transaction is gone, so the
-// refused attempt is recorded here, on its own, before the caller answers NOT_FOUND.
+// action (actions.ts) or an email's (messages.ts). Each writes its own audit entry in its
+// transaction, a target that is not there included (REJECTED, NOT_FOUND).
 
 export interface RepairAsked {
   action: RepairAction | MessageRepairAction;
@@ -51,20 +48,6 @@ export interface ApplyOneRequest extends RepairAsked {
 export type ApplyOneResult = { target: 'message'; result: MessageApplyResult } | { target: 'execution'; result: ApplyResult };
 
 export async function applyOneRepair(db: Db, req: ApplyOneRequest, opts: RepairOptions): Promise<ApplyOneResult> {
-  const notFound = async (targetType: string, targetId: string, message: string) => {
-    await transaction(db, 'ENGINE', (tx) =>
-      writeAudit(tx, {
-        projectId: req.projectId,
-        actor: req.actor,
-        action: `repair.${req.action}`,
-        targetType,
-        targetId,
-        outcome: 'REJECTED',
-        reason: req.reason,
-        after: { reason: 'NOT_FOUND', message },
-      }),
-    );
-  };
   if (isMessageRepairAction(req.action)) {
     const result = await applyMessageRepair(db, {
       projectId: req.projectId,
@@ -75,7 +58,6 @@ export async function applyOneRepair(db: Db, req: ApplyOneRequest, opts: RepairO
       reason: req.reason,
       providerId: req.providerId ?? null,
     });
-    if (!result.ok && result.code === 'NOT_FOUND') await notFound('message', req.messageId!, result.message);
     return { target: 'message', result };
   }
   const result = await applyRepair(
@@ -89,9 +71,5 @@ export async function applyOneRepair(db: Db, req: ApplyOneRequest, opts: RepairO
     },
     opts,
   );
-  if (!result.ok && result.code === 'NOT_FOUND') {
-    const redrive = req.action === 'REDRIVE_EVENT';
-    await notFound(redrive ? 'event' : 'execution', (redrive ? req.eventId : req.executionId) ?? '', result.message);
-  }
   return { target: 'execution', result };
 }

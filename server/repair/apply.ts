@@ -20,13 +20,14 @@ import { notifyWorkers } from '../engine/wakeup';
 import type { Conflict } from './explain';
 import type { ActiveExecutionConflict, Plan, RepairAction } from './planner';
 import type { EventSnapshot, ExecutionSnapshot } from './snapshot';
-import { IN_WINDOW_EVENTS, RepairNotFound, type RepairRequest } from './target';
+import { IN_WINDOW_EVENTS, type RepairRequest } from './target';
 import type { RepairBusy } from './transaction';
 
 // Applying a planned repair: one function per action, each going through the engine's
 // own claims with the version the operator saw, so a person can never race a worker, an
 // event or another person into a double send or a double branch. Each is called by
-// applyRepair (actions.ts) inside the repair's transaction, after the plan allowed it.
+// applyRepair (actions.ts) inside the repair's transaction, after the plan allowed it,
+// and answers what happened as a value (Applied): plan, then apply, then audit.
 
 export type ApplyResult =
   | { ok: true; action: RepairAction; executionId: string | null; eventId: string | null; version: number; change: string }
@@ -42,7 +43,7 @@ export interface ApplyRequest extends RepairRequest {
   reason: string;
 }
 
-/** What an action's applier works with: the repair's transaction, its target and plan, and its answers. */
+/** What an action's applier works with: the repair's transaction, its target and its plan. */
 export interface Applying<T extends ExecutionSnapshot | EventSnapshot> {
   tx: DbTx;
   /** The client outside the transaction, for work after it commits. */
@@ -55,18 +56,24 @@ export interface Applying<T extends ExecutionSnapshot | EventSnapshot> {
   graph: WorkflowGraph | null;
   /** The action planned again on a fresh read of the execution, taken under the claim's locks. */
   replan(fresh: ExecutionSnapshot): Plan;
-  /** The claim won at this version: audited APPLIED, with the plan it followed (the preview's unless replanned). */
-  applied(version: number, plan?: Plan): Promise<ApplyResult>;
-  /** The claim lost to whoever moved the execution: audited LOST, with who won. */
-  lost(current: ExecutionState | null): Promise<ApplyResult>;
-  /** An operator claim's loss: to I1 (an execution became active meanwhile), or to whoever moved it. */
-  lostClaim(r: Exclude<OperatorClaimResult, { won: true }>): Promise<ApplyResult>;
-  /** Work to run once the change has committed (best effort: workers and sweepers pick it up anyway). */
-  afterCommit(then: (ctx: EngineContext) => Promise<unknown>): void;
 }
 
-export type ExecutionApplier = (a: Applying<ExecutionSnapshot>) => Promise<ApplyResult>;
-export type EventApplier = (a: Applying<EventSnapshot>) => Promise<ApplyResult>;
+/**
+ * What an applier did, as a value: applyRepair (actions.ts) audits it in the same
+ * transaction and turns it into the answer. An applier writes no audit entry itself.
+ */
+export type Applied =
+  /** The claim won at this version, following this plan (the preview's unless replanned); `afterCommit` runs once committed (best effort). */
+  | { kind: 'APPLIED'; version: number; plan?: Plan; afterCommit?: (ctx: EngineContext) => Promise<unknown> }
+  /** The claim lost to whoever moved the execution (its state now; null for an event). */
+  | { kind: 'LOST'; current: ExecutionState | null }
+  /** An operator claim's loss: to I1 (an execution became active meanwhile), or to whoever moved it. */
+  | { kind: 'LOST_CLAIM'; claim: Exclude<OperatorClaimResult, { won: true }> }
+  /** Something the request named is not there (DELIVER_EVENT's event for this contact). */
+  | { kind: 'NOT_FOUND'; message: string };
+
+export type ExecutionApplier = (a: Applying<ExecutionSnapshot>) => Promise<Applied>;
+export type EventApplier = (a: Applying<EventSnapshot>) => Promise<Applied>;
 
 /** The context the wait's resolving event (if any) gives the execution. */
 async function resumeContext(db: DbTx, executionId: string): Promise<Record<string, unknown>> {
@@ -79,7 +86,7 @@ async function resumeContext(db: DbTx, executionId: string): Promise<Record<stri
   return (wait?.resumeEventId && (await readEventContext(db, wait.resumeEventId))) || {};
 }
 
-export const resumeContinuation: ExecutionApplier = async ({ tx, db, ctx, target: execution, applied, lost, afterCommit }) => {
+export const resumeContinuation: ExecutionApplier = async ({ tx, db, ctx, target: execution }) => {
   const continued = await continueAfterWait(
     ctx,
     {
@@ -92,9 +99,8 @@ export const resumeContinuation: ExecutionApplier = async ({ tx, db, ctx, target
     },
     await resumeContext(tx, execution.id),
   );
-  if (!continued.won) return lost(await readExecutionState(tx, execution.id));
-  afterCommit(() => notifyWorkers(db));
-  return applied(continued.version!);
+  if (!continued.won) return { kind: 'LOST', current: await readExecutionState(tx, execution.id) };
+  return { kind: 'APPLIED', version: continued.version!, afterCommit: () => notifyWorkers(db) };
 };
 
 /**
@@ -105,12 +111,12 @@ export const resumeContinuation: ExecutionApplier = async ({ tx, db, ctx, target
  * wait by EVENT with its data as context.lastEvent, unless the operator chose to ignore it.
  */
 export const resolveWait: ExecutionApplier = async (a) => {
-  const { tx, db, ctx, req, target: execution, graph, applied, lost, afterCommit } = a;
+  const { tx, db, ctx, req, target: execution, graph } = a;
   let plan = a.plan;
   let patch: Record<string, unknown> = {};
   if (req.action === 'DELIVER_EVENT' && req.eventId) {
     const eventPatch = await readEventContext(tx, req.eventId, { projectId: req.projectId, contactId: execution.contactId });
-    if (!eventPatch) throw new RepairNotFound('event not found for this contact');
+    if (!eventPatch) return { kind: 'NOT_FOUND', message: 'event not found for this contact' };
     patch = eventPatch;
   }
   const eventName = execution.step && graph?.steps.get(execution.step.id)?.config.eventName;
@@ -131,21 +137,19 @@ export const resolveWait: ExecutionApplier = async (a) => {
     eventId: req.action === 'DELIVER_EVENT' ? (req.eventId ?? null) : (plan.resumeEvent?.id ?? null),
     expectedVersion: req.expectedVersion,
   });
-  if (!claimed.won) return lost(claimed.current?.execution ?? (await readExecutionState(tx, execution.id)));
+  if (!claimed.won) return { kind: 'LOST', current: claimed.current?.execution ?? (await readExecutionState(tx, execution.id)) };
   const continued = await continueAfterWait(ctx, claimed.wait, patch);
-  if (!continued.won) return lost(await readExecutionState(tx, execution.id));
-  afterCommit(() => notifyWorkers(db));
-  return applied(continued.version!, plan);
+  if (!continued.won) return { kind: 'LOST', current: await readExecutionState(tx, execution.id) };
+  return { kind: 'APPLIED', version: continued.version!, plan, afterCommit: () => notifyWorkers(db) };
 };
 
-export const retry: ExecutionApplier = async ({ tx, db, req, target: execution, applied, lostClaim, afterCommit }) => {
+export const retry: ExecutionApplier = async ({ tx, db, req, target: execution }) => {
   const claim = await retryStep(tx, { executionId: execution.id, expectedVersion: req.expectedVersion });
-  if (!claim.won) return lostClaim(claim);
-  afterCommit(() => notifyWorkers(db));
-  return applied(claim.version);
+  if (!claim.won) return { kind: 'LOST_CLAIM', claim };
+  return { kind: 'APPLIED', version: claim.version, afterCommit: () => notifyWorkers(db) };
 };
 
-export const skip: ExecutionApplier = async ({ tx, db, req, target: execution, plan, applied, lostClaim, afterCommit }) => {
+export const skip: ExecutionApplier = async ({ tx, db, req, target: execution, plan }) => {
   const step = execution.step!;
   const claim = await skipStep(tx, {
     executionId: execution.id,
@@ -155,20 +159,18 @@ export const skip: ExecutionApplier = async ({ tx, db, req, target: execution, p
     status: plan.nextStep ? 'RUNNING' : 'COMPLETED',
     note: `skipped by ${req.actor}: ${req.reason}`,
   });
-  if (!claim.won) return lostClaim(claim);
-  afterCommit(() => notifyWorkers(db));
-  return applied(claim.version);
+  if (!claim.won) return { kind: 'LOST_CLAIM', claim };
+  return { kind: 'APPLIED', version: claim.version, afterCommit: () => notifyWorkers(db) };
 };
 
-export const cancel: ExecutionApplier = async ({ tx, req, target: execution, applied, lost }) => {
+export const cancel: ExecutionApplier = async ({ tx, req, target: execution }) => {
   const claim = await cancelExecution(tx, { executionId: execution.id, expectedVersion: req.expectedVersion, reason: `cancelled by ${req.actor}: ${req.reason}` });
-  if (!claim.won) return lost(claim.current);
-  return applied(claim.version);
+  if (!claim.won) return { kind: 'LOST', current: claim.current };
+  return { kind: 'APPLIED', version: claim.version };
 };
 
-export const redrive: EventApplier = async ({ tx, req, target: event, applied, lost, afterCommit }) => {
+export const redrive: EventApplier = async ({ tx, req, target: event }) => {
   const won = await redriveEvent(tx, { eventId: event.id, expectedAttempts: req.expectedVersion });
-  if (!won) return lost(null);
-  afterCommit((c) => dispatchEvent(c, event.id));
-  return applied(event.version);
+  if (!won) return { kind: 'LOST', current: null };
+  return { kind: 'APPLIED', version: event.version, afterCommit: (c) => dispatchEvent(c, event.id) };
 };

@@ -215,81 +215,93 @@ function stateOf(m: MessageSnapshot) {
 
 /**
  * Apply one message repair with the version the operator saw. The change and its audit
- * entry commit together; losing says who changed the message and its state now.
+ * entry commit together; losing says who changed the message and its state now; a
+ * message that is not there is refused NOT_FOUND, audited in the same transaction.
  */
 export async function applyMessageRepair(
   db: Db,
   req: MessageRepairRequest & { actor: string; expectedVersion: number; reason: string; providerId?: string | null },
 ): Promise<MessageApplyResult> {
-  let result: MessageApplyResult;
-  try {
-    result = await inRepairTransaction(db, async (tx): Promise<MessageApplyResult> => {
-      const target = await loadTarget(tx, req);
-      const audit = (outcome: AuditInput['outcome'], after: unknown) =>
-        writeAudit(tx, {
-          projectId: req.projectId,
-          actor: req.actor,
-          action: `repair.${req.action}`,
-          targetType: 'message',
-          targetId: target.id,
-          reason: req.reason,
-          before: stateOf(target),
-          after,
-          outcome,
-        });
-      const lost = async (current: MessageState | null): Promise<MessageApplyResult> => {
-        const conflict: MessageConflict = {
-          reason: 'STALE_VERSION',
-          currentVersion: current?.version ?? null,
-          status: current?.status ?? null,
-          winner: await whoChangedMessage(tx, req.projectId, current),
-        };
-        await audit('LOST', { conflict, executionId: target.executionId });
-        return { ok: false, code: 'CONFLICT', conflict };
+  const result = await inRepairTransaction(db, async (tx): Promise<MessageApplyResult> => {
+    let target: MessageSnapshot;
+    try {
+      target = await loadTarget(tx, req);
+    } catch (error) {
+      if (!(error instanceof RepairNotFound)) throw error;
+      // Refused, and audited in this transaction: it changed nothing else.
+      await writeAudit(tx, {
+        projectId: req.projectId,
+        actor: req.actor,
+        action: `repair.${req.action}`,
+        targetType: 'message',
+        targetId: req.messageId,
+        outcome: 'REJECTED',
+        reason: req.reason,
+        after: { reason: 'NOT_FOUND', message: error.message },
+      });
+      return { ok: false, code: 'NOT_FOUND', message: error.message };
+    }
+    const audit = (outcome: AuditInput['outcome'], after: unknown) =>
+      writeAudit(tx, {
+        projectId: req.projectId,
+        actor: req.actor,
+        action: `repair.${req.action}`,
+        targetType: 'message',
+        targetId: target.id,
+        reason: req.reason,
+        before: stateOf(target),
+        after,
+        outcome,
+      });
+    const lost = async (current: MessageState | null): Promise<MessageApplyResult> => {
+      const conflict: MessageConflict = {
+        reason: 'STALE_VERSION',
+        currentVersion: current?.version ?? null,
+        status: current?.status ?? null,
+        winner: await whoChangedMessage(tx, req.projectId, current),
       };
+      await audit('LOST', { conflict, executionId: target.executionId });
+      return { ok: false, code: 'CONFLICT', conflict };
+    };
 
-      if (target.version !== req.expectedVersion) return lost(await readMessageState(tx, target.id));
-      const plan = planMessageAction(req.action, target);
-      if (!plan.allowed) {
-        await audit('REJECTED', { refusal: plan.refusal, executionId: target.executionId });
-        return { ok: false, code: 'NOT_ALLOWED', message: plan.refusal!, target };
-      }
-      let claimed: MessageClaimResult;
-      switch (req.action) {
-        case 'MARK_SENT':
-          claimed = await markMessageSent(tx, { messageId: target.id, expectedVersion: req.expectedVersion, providerId: req.providerId ?? null });
-          break;
-        case 'RESEND':
-          claimed = await requeueMessage(tx, { messageId: target.id, expectedVersion: req.expectedVersion });
-          break;
-        case 'GIVE_UP':
-          claimed = await abandonMessage(tx, { messageId: target.id, expectedVersion: req.expectedVersion });
-          break;
-      }
-      if (!claimed.won) return lost(claimed.current);
-      await audit('APPLIED', { ...plan, executionId: target.executionId, status: claimed.status, version: claimed.version });
-      return {
-        ok: true,
-        action: req.action,
-        messageId: target.id,
-        executionId: target.executionId,
-        version: claimed.version,
-        status: claimed.status,
-        change: plan.change,
-      };
-    }, () => ({
-      projectId: req.projectId,
-      actor: req.actor,
-      action: `repair.${req.action}`,
-      targetType: 'message',
-      targetId: req.messageId,
-      reason: req.reason,
-      before: { expectedVersion: req.expectedVersion },
-    }));
-  } catch (error) {
-    if (error instanceof RepairNotFound) return { ok: false, code: 'NOT_FOUND', message: error.message };
-    throw error;
-  }
+    if (target.version !== req.expectedVersion) return lost(await readMessageState(tx, target.id));
+    const plan = planMessageAction(req.action, target);
+    if (!plan.allowed) {
+      await audit('REJECTED', { refusal: plan.refusal, executionId: target.executionId });
+      return { ok: false, code: 'NOT_ALLOWED', message: plan.refusal!, target };
+    }
+    let claimed: MessageClaimResult;
+    switch (req.action) {
+      case 'MARK_SENT':
+        claimed = await markMessageSent(tx, { messageId: target.id, expectedVersion: req.expectedVersion, providerId: req.providerId ?? null });
+        break;
+      case 'RESEND':
+        claimed = await requeueMessage(tx, { messageId: target.id, expectedVersion: req.expectedVersion });
+        break;
+      case 'GIVE_UP':
+        claimed = await abandonMessage(tx, { messageId: target.id, expectedVersion: req.expectedVersion });
+        break;
+    }
+    if (!claimed.won) return lost(claimed.current);
+    await audit('APPLIED', { ...plan, executionId: target.executionId, status: claimed.status, version: claimed.version });
+    return {
+      ok: true,
+      action: req.action,
+      messageId: target.id,
+      executionId: target.executionId,
+      version: claimed.version,
+      status: claimed.status,
+      change: plan.change,
+    };
+  }, () => ({
+    projectId: req.projectId,
+    actor: req.actor,
+    action: `repair.${req.action}`,
+    targetType: 'message',
+    targetId: req.messageId,
+    reason: req.reason,
+    before: { expectedVersion: req.expectedVersion },
+  }));
   // A resent email waits for a sender: wake the workers (best effort; they poll anyway).
   if (result.ok && req.action === 'RESEND') await notifyWorkers(db).catch(() => {});
   return result;
