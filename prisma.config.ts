@@ -4,7 +4,7 @@ import { defineConfig } from 'prisma/config';
 // every machine); migrations are applied by server/db/migrator.ts. The URL is optional so
 // that `prisma generate` works with no database configured.
 export default defineConfig({
-  schema: 'prisma/schema.prisma',
+  schema: 'prisma/',
   migrations: { path: 'prisma/migrations' },
   datasource: { url: process.env.DATABASE_URL ?? 'postgresql://localhost/unused' },
 });

@@ -1,0 +1,189 @@
+import { expect } from 'vitest';
+import { enroll } from '../../server/engine/enrollment';
+import { waitWorkflow } from './fixtures';
+import { type MatrixRow, unique, uuid, ok, refused, emailsOf, type Row } from './authorization-cells';
+
+// The matrix's rows for a project's data: health, contacts, workflows, enrollments,
+// events, waits, executions and the overview.
+export const DATA_ROWS: Record<string, MatrixRow> = {
+  'health.invariants': {
+    minimum: 'VIEWER',
+    input: () => undefined,
+    answer: (reply, _own, _input, cell) => {
+      const invariants = ok<Row[]>(reply, cell);
+      expect(invariants.map((i) => i.id)).toEqual(expect.arrayContaining(['I1', 'I2', 'I3', 'I4']));
+      // The fixture is healthy: its project shows no violation.
+      expect(invariants.filter((i) => i.violations !== 0), cell).toEqual([]);
+    },
+  },
+
+  'contacts.list': {
+    minimum: 'VIEWER',
+    input: () => ({}),
+    answer: (reply, own, _input, cell) => {
+      const emails = emailsOf(ok(reply, cell).items);
+      expect(emails, cell).toContain(own.contactEmail);
+      expect(emails.filter((email) => email.startsWith('other-')), cell).toEqual([]);
+    },
+  },
+  'contacts.get': {
+    minimum: 'VIEWER',
+    input: (own) => ({ id: own.contactId }),
+    foreign: (other) => [{ id: other.contactId }],
+    answer: (reply, own, _input, cell) => {
+      const contact = ok(reply, cell);
+      expect({ id: contact.id, email: contact.email }, cell).toEqual({ id: own.contactId, email: own.contactEmail });
+      expect(contact.executions.map((e: Row) => e.id), cell).toContain(own.executionId);
+    },
+  },
+  'contacts.upsert': {
+    minimum: 'MARKETER',
+    input: () => ({ email: `${unique('matrix')}@example.com`, data: { source: 'matrix' } }),
+    answer: (reply, _own, input, cell) => {
+      expect(ok(reply, cell), cell).toMatchObject({ id: uuid(), email: (input as Row).email, data: { source: 'matrix' }, created: true });
+    },
+  },
+  'contacts.update': {
+    minimum: 'MARKETER',
+    input: (own) => ({ id: own.contactId, data: { source: 'matrix' } }),
+    foreign: (other) => [{ id: other.contactId, data: { source: 'matrix' } }],
+    answer: (reply, own, _input, cell) => {
+      expect(ok(reply, cell), cell).toMatchObject({ id: own.contactId, email: own.contactEmail, data: { source: 'matrix' } });
+    },
+  },
+  'contacts.setSubscribed': {
+    minimum: 'MARKETER',
+    input: (own) => ({ id: own.contactId, subscribed: true }),
+    foreign: (other) => [{ id: other.contactId, subscribed: false }],
+    answer: (reply, own, _input, cell) => {
+      expect(ok(reply, cell), cell).toMatchObject({ id: own.contactId, email: own.contactEmail, subscribed: true });
+    },
+  },
+
+  'workflows.list': {
+    minimum: 'VIEWER',
+    input: () => undefined,
+    answer: (reply, own, _input, cell) => {
+      const workflows = ok<Row[]>(reply, cell);
+      expect(workflows.find((w) => w.id === own.workflowId), cell).toMatchObject({ name: 'own waits', stepCount: 5 });
+      expect(workflows.filter((w) => w.name === 'other waits'), cell).toEqual([]);
+    },
+  },
+  'workflows.get': {
+    minimum: 'VIEWER',
+    input: (own) => ({ id: own.workflowId }),
+    foreign: (other) => [{ id: other.workflowId }],
+    answer: (reply, own, _input, cell) => {
+      const workflow = ok(reply, cell);
+      expect({ id: workflow.id, name: workflow.name }, cell).toEqual({ id: own.workflowId, name: 'own waits' });
+      expect(workflow.steps.map((s: Row) => s.key).sort(), cell).toEqual(['hello', 'reminder', 'start', 'thanks', 'wait']);
+    },
+  },
+  'workflows.create': {
+    minimum: 'MARKETER',
+    input: () => waitWorkflow({ name: unique('matrix workflow') }),
+    answer: (reply, _own, _input, cell) => expect(ok(reply, cell), cell).toEqual({ id: uuid() }),
+  },
+  'workflows.setEnabled': {
+    minimum: 'MARKETER',
+    input: (own) => ({ id: own.workflowId, enabled: true }),
+    foreign: (other) => [{ id: other.workflowId, enabled: false }],
+    answer: (reply, own, _input, cell) => expect(ok(reply, cell), cell).toEqual({ id: own.workflowId, enabled: true }),
+  },
+
+  'enrollments.enroll': {
+    minimum: 'MARKETER',
+    input: (own) => ({ workflowId: own.workflowId, email: `${unique('enrollee')}@example.com` }),
+    foreign: (other) => [{ workflowId: other.workflowId, email: `${unique('enrollee')}@example.com` }],
+    answer: (reply, _own, _input, cell) => expect(ok(reply, cell), cell).toEqual({ executionId: uuid() }),
+  },
+  'enrollments.enrollMany': {
+    minimum: 'MARKETER',
+    input: (own) => ({ workflowId: own.workflowId, contacts: [{ email: `${unique('bulk')}@example.com` }] }),
+    foreign: (other) => [{ workflowId: other.workflowId, contacts: [{ email: `${unique('bulk')}@example.com` }] }],
+    answer: (reply, _own, input, cell) => {
+      expect(ok(reply, cell), cell).toMatchObject({
+        results: [{ row: 1, email: (input as Row).contacts[0].email, executionId: uuid() }],
+        summary: { rows: 1, enrolled: 1, failed: 0 },
+      });
+    },
+  },
+  'enrollments.importCsv': {
+    minimum: 'MARKETER',
+    optional: true,
+    input: (own) => ({ workflowId: own.workflowId, csv: `email\n${unique('csv')}@example.com\n` }),
+    foreign: (other) => [{ workflowId: other.workflowId, csv: `email\n${unique('csv')}@example.com\n` }],
+    answer: (reply, _own, input, cell) => {
+      expect(ok(reply, cell), cell).toMatchObject({
+        results: [{ row: 1, email: (input as Row).csv.split('\n')[1], executionId: uuid() }],
+        summary: { rows: 1, enrolled: 1, failed: 0 },
+      });
+    },
+  },
+
+  'events.track': {
+    minimum: 'MARKETER',
+    input: (own) => ({ name: 'matrix_event', contactId: own.contactId }),
+    foreign: (other) => [{ name: 'matrix_event', contactId: other.contactId }],
+    answer: (reply, _own, _input, cell) => expect(ok(reply, cell), cell).toEqual({ eventId: uuid(), duplicate: false }),
+  },
+  'events.list': {
+    minimum: 'VIEWER',
+    input: (own) => ({ contact: own.contactEmail }),
+    foreign: (other) => [{ contact: other.contactId }, { contact: other.contactEmail }],
+    answer: (reply, own, _input, cell) => {
+      const items = ok(reply, cell).items as Row[];
+      expect(items.find((e) => e.id === own.eventId), cell).toMatchObject({ name: 'page_view', contactEmail: own.contactEmail });
+      expect(items.every((e) => e.contactEmail === own.contactEmail), cell).toBe(true);
+    },
+  },
+  'waits.resolve': {
+    minimum: 'MARKETER',
+    // Version 0 is stale by now: the CAS loses, and the wait stays WAITING.
+    input: (own) => ({ stepExecutionId: own.stepExecutionId, outcome: 'TIMEOUT', expectedVersion: 0 }),
+    foreign: (other) => [{ stepExecutionId: other.stepExecutionId, outcome: 'TIMEOUT', expectedVersion: 0 }],
+    answer: (reply, _own, _input, cell) => {
+      refused(reply, cell, 409, 'CONFLICT', 'STALE_VERSION');
+      expect(reply.conflict, cell).toMatchObject({ status: 'WAITING', currentVersion: expect.any(Number) });
+    },
+  },
+
+  'executions.list': {
+    minimum: 'VIEWER',
+    input: () => ({}),
+    foreign: (other) => [{ workflowId: other.workflowId }],
+    answer: (reply, own, _input, cell) => {
+      const items = ok(reply, cell).items as Row[];
+      expect(items.length, cell).toBeGreaterThan(0);
+      expect(items.filter((e) => e.workflowId !== own.workflowId), cell).toEqual([]);
+    },
+  },
+  'executions.get': {
+    minimum: 'VIEWER',
+    input: (own) => ({ id: own.executionId }),
+    foreign: (other) => [{ id: other.executionId }],
+    answer: (reply, own, _input, cell) => {
+      expect(ok(reply, cell), cell).toMatchObject({ id: own.executionId, contactEmail: own.contactEmail, workflowName: 'own waits', status: 'WAITING', stepKey: 'wait' });
+    },
+  },
+  'executions.stats': {
+    minimum: 'VIEWER',
+    input: () => ({}),
+    foreign: (other) => [{ workflowId: other.workflowId }],
+    // The fixture's one wait; enrollments other cells made are RUNNING (no worker here).
+    answer: (reply, _own, _input, cell) => expect(ok(reply, cell).byStatus, cell).toMatchObject({ WAITING: 1, FAILED: 0 }),
+  },
+
+  'overview.throughput': {
+    minimum: 'VIEWER',
+    input: () => ({ minutes: 60 }),
+    answer: (reply, _own, _input, cell) => {
+      const throughput = ok(reply, cell);
+      expect(throughput.minutes, cell).toBe(60);
+      expect(throughput.buckets, cell).toHaveLength(60);
+      // The fixture enrolled one contact within the hour.
+      expect(throughput.buckets.reduce((n: number, b: Row) => n + b.enrollments, 0), cell).toBeGreaterThan(0);
+    },
+  },
+  'overview.recentFailures': { minimum: 'VIEWER', input: () => ({ limit: 10 }), answer: (reply, _own, _input, cell) => expect(ok(reply, cell), cell).toEqual([]) },
+};
