@@ -1,6 +1,7 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { ROOT, sourceTexts } from './support/source-files';
 
 // The database's two modes (server/db/types.ts) as a check on the sources. Prisma's
 // interactive transactions are opened in one place (server/db/transaction.ts, with a named
@@ -9,22 +10,9 @@ import { describe, expect, it } from 'vitest';
 // rawTransaction over it) is used by the engine's modules alone, plus the one statement
 // every API call starts with (server/auth/actor.ts, the key lookup).
 
-const ROOT = path.resolve(import.meta.dirname, '..');
-
 /** Who may name the prepared path, and who may open a transaction by hand. */
 export const PREPARED_PATH_USERS = /^server\/(db\/|engine\/|auth\/actor\.ts$)/;
 export const TRANSACTION_HOME = 'server/db/transaction.ts';
-
-function sources(dir: string): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync(dir)) {
-    const full = path.join(dir, name);
-    if (name === 'generated' || name === 'node_modules') continue;
-    if (statSync(full).isDirectory()) out.push(...sources(full));
-    else if (/\.(ts|tsx)$/.test(name)) out.push(full);
-  }
-  return out;
-}
 
 /** Comments out, so a sentence that names a call is not the call. */
 function code(text: string): string {
@@ -47,12 +35,7 @@ export function modeViolations(files: Map<string, string>): string[] {
 }
 
 function projectFiles(): Map<string, string> {
-  const files = new Map<string, string>();
-  for (const dir of ['server', 'app', 'scripts']) {
-    for (const file of sources(path.join(ROOT, dir))) {
-      files.set(path.relative(ROOT, file).split(path.sep).join('/'), readFileSync(file, 'utf8'));
-    }
-  }
+  const files = sourceTexts(['server', 'app', 'scripts']);
   files.set('proxy.ts', readFileSync(path.join(ROOT, 'proxy.ts'), 'utf8'));
   return files;
 }

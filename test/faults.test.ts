@@ -1,21 +1,11 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { sourceTexts } from './support/source-files';
 
 // Fault injection has one seam (server/engine/faults.ts): no other product file reads a
 // WAYPOST_FAULT_* variable, so the product's behaviour without the drills' variables is
 // visible in one file.
 
-const ROOT = path.resolve(import.meta.dirname, '..');
 const SEAM = 'server/engine/faults.ts';
-
-function sources(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const full = path.join(dir, name);
-    if (name === 'generated') return [];
-    return statSync(full).isDirectory() ? sources(full) : /\.tsx?$/.test(name) ? [full] : [];
-  });
-}
 
 /** Files (relative path -> text) that read a fault variable outside the seam; comments do not count. */
 export function faultReaders(files: Map<string, string>): string[] {
@@ -26,9 +16,7 @@ export function faultReaders(files: Map<string, string>): string[] {
 
 describe('the fault seam', () => {
   it('reads every WAYPOST_FAULT_* variable in server/engine/faults.ts alone', () => {
-    const files = new Map(
-      ['server', 'app', 'scripts'].flatMap((dir) => sources(path.join(ROOT, dir))).map((f) => [path.relative(ROOT, f).split(path.sep).join('/'), readFileSync(f, 'utf8')]),
-    );
+    const files = sourceTexts(['server', 'app', 'scripts']);
     expect(files.get(SEAM)).toMatch(/WAYPOST_FAULT_PAUSE_AFTER_CLAIM_MS/);
     expect(faultReaders(files)).toEqual([]);
   });

@@ -1,7 +1,8 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
+import { sourcePaths } from './support/source-files';
 
 // docs/architecture.md ("Layers") as a check. The diagram there is the definition: this
 // file reads its arrows and fails on any import under app/ or server/ that is not one of
@@ -53,17 +54,6 @@ export function drawnEdges(markdown: string): Set<string> {
 }
 
 const ALLOWED = drawnEdges(readFileSync(path.join(ROOT, 'docs', 'architecture.md'), 'utf8'));
-
-function sources(dir: string): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync(dir)) {
-    const full = path.join(dir, name);
-    if (name === 'generated' || name === 'node_modules') continue;
-    if (statSync(full).isDirectory()) out.push(...sources(full));
-    else if (/\.tsx?$/.test(name) && !name.endsWith('.d.ts')) out.push(full);
-  }
-  return out;
-}
 
 const config = ts.getParsedCommandLineOfConfigFile(path.join(ROOT, 'tsconfig.json'), {}, {
   ...ts.sys,
@@ -189,7 +179,7 @@ export function importCycles(graph: Map<string, string[]>): string[][] {
 }
 
 describe('layering (docs/architecture.md, Layers)', () => {
-  const files = [...sources(path.join(ROOT, 'app')), ...sources(path.join(ROOT, 'server'))];
+  const files = [...sourcePaths(path.join(ROOT, 'app')), ...sourcePaths(path.join(ROOT, 'server'))];
   /** A read() that puts `line` at the top of `file`. */
   const withLine = (file: string, line: string) => (f: string) => (f === file ? `${line}\n${read0(f)}` : read0(f));
   const at = (...parts: string[]) => path.join(ROOT, ...parts);
