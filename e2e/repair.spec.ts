@@ -31,13 +31,13 @@ test.beforeAll(async ({ browser, baseURL }) => {
   for (const key of Object.keys(executions) as (keyof typeof executions)[]) {
     const { executionId } = await trpcMutation<{ executionId: string }>(page.request, 'enrollments.enroll', {
       workflowId: winBack.id,
-      email: `repair-${key}@e2e.test`,
+      email: `repair-exec-${key}@e2e.test`,
     });
     executions[key] = executionId;
   }
   await expect
     .poll(
-      async () => (await trpcQuery<{ items: unknown[] }>(page.request, 'executions.list', { contact: 'repair-', status: ['WAITING'], limit: 10 })).items.length,
+      async () => (await trpcQuery<{ items: unknown[] }>(page.request, 'executions.list', { contact: 'repair-exec-', status: ['WAITING'], limit: 10 })).items.length,
       { timeout: 30_000, intervals: [250, 500, 1_000] },
     )
     .toBe(3);
@@ -133,7 +133,7 @@ test('WAIT_OVERDUE: found from the overview, previewed, forced along TIMEOUT wit
   // The count lists them (the reason's name opens its groups on /stuck).
   await overdue.getByTitle(/List them/).click();
   await expect(page).toHaveURL(/\/executions\?stuck=WAIT_OVERDUE$/);
-  const row = page.getByTestId('execution-row').filter({ hasText: 'repair-overdue@e2e.test' });
+  const row = page.getByTestId('execution-row').filter({ hasText: 'repair-exec-overdue@e2e.test' });
   await expect(row).toContainText('WAIT_OVERDUE');
   await row.getByRole('link').first().click();
   await expect(page).toHaveURL(new RegExp(`/executions/${executions.overdue}$`));
