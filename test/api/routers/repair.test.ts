@@ -71,6 +71,15 @@ describe('repair', () => {
     await expectCode(as(operator).repair.preview({ executionId, action: 'DELIVER_EVENT', eventId: theirEvent.eventId }), 'NOT_FOUND');
     await expectCode(as(outsider).repair.applyOne({ executionId, action: 'CANCEL', expectedVersion: 1, reason: 'not mine' }), 'NOT_FOUND');
     expect(await t.db.auditEntry.count({ where: { projectId: otherProjectId, targetId: executionId, outcome: 'REJECTED' } })).toBe(1);
+    // Another project's event named at apply: NOT_FOUND from inside the repair's transaction,
+    // audited there (one REJECTED entry, naming NOT_FOUND), and the wait is left as it was.
+    const current = await as(operator).repair.preview({ executionId, action: 'DELIVER_EVENT' });
+    await expectCode(
+      as(operator).repair.applyOne({ executionId, action: 'DELIVER_EVENT', eventId: theirEvent.eventId, expectedVersion: current.expectedVersion, reason: 'their event' }),
+      'NOT_FOUND',
+    );
+    const entries = await t.db.auditEntry.findMany({ where: { action: 'repair.DELIVER_EVENT', targetId: executionId } });
+    expect(entries).toMatchObject([{ outcome: 'REJECTED', after: { reason: 'NOT_FOUND', message: 'event not found for this contact' } }]);
     expect((await t.db.workflowExecution.findUniqueOrThrow({ where: { id: executionId } })).status).toBe('WAITING');
   });
 
