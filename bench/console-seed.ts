@@ -47,13 +47,14 @@ export async function seedConsoleProject(
   };
   await client.query(
     `CREATE TEMP TABLE wf AS
-       SELECT w.n - 1 AS n, w.id AS wid,
-              (SELECT id FROM "WorkflowStep" WHERE "workflowId" = w.id AND key = 'start') AS s_start,
-              (SELECT id FROM "WorkflowStep" WHERE "workflowId" = w.id AND key = 'hello') AS s_hello,
-              (SELECT id FROM "WorkflowStep" WHERE "workflowId" = w.id AND key = 'wait') AS s_wait,
-              (SELECT id FROM "WorkflowStep" WHERE "workflowId" = w.id AND key = 'thanks') AS s_thanks,
-              (SELECT id FROM "WorkflowStep" WHERE "workflowId" = w.id AND key = 'bye') AS s_bye
-         FROM unnest($1::uuid[]) WITH ORDINALITY AS w(id, n)`,
+       SELECT w.n - 1 AS n, w.id AS wid, v.id AS vid,
+              (SELECT id FROM "WorkflowStep" WHERE "versionId" = v.id AND key = 'start') AS s_start,
+              (SELECT id FROM "WorkflowStep" WHERE "versionId" = v.id AND key = 'hello') AS s_hello,
+              (SELECT id FROM "WorkflowStep" WHERE "versionId" = v.id AND key = 'wait') AS s_wait,
+              (SELECT id FROM "WorkflowStep" WHERE "versionId" = v.id AND key = 'thanks') AS s_thanks,
+              (SELECT id FROM "WorkflowStep" WHERE "versionId" = v.id AND key = 'bye') AS s_bye
+         FROM unnest($1::uuid[]) WITH ORDINALITY AS w(id, n)
+         JOIN "WorkflowVersion" v ON v."workflowId" = w.id AND v.number = 1`,
     [workflowIds],
   );
   const contactRows = await timed(
@@ -85,9 +86,9 @@ export async function seedConsoleProject(
   );
   const execRows = await timed(
     'executions',
-    `INSERT INTO "WorkflowExecution" (id, "projectId", "workflowId", "contactId", status, "currentStepId", version, context,
+    `INSERT INTO "WorkflowExecution" (id, "projectId", "workflowId", "workflowVersionId", "contactId", status, "currentStepId", version, context,
                                       "enrollOnce", "exitReason", "lastError", "readyAt", "startedAt", "updatedAt", "finishedAt")
-     SELECT id, $1::uuid, wid, contact,
+     SELECT id, $1::uuid, wid, vid, contact,
             (CASE kind WHEN 'COMPLETED' THEN 'COMPLETED' WHEN 'EXITED' THEN 'EXITED' WHEN 'FAILED' THEN 'FAILED'
                        WHEN 'CANCELLED' THEN 'CANCELLED' WHEN 'MISSING' THEN 'RUNNING' WHEN 'LEASE' THEN 'RUNNING'
                        WHEN 'RUNNING' THEN 'RUNNING' ELSE 'WAITING' END)::"ExecutionStatus",

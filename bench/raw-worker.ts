@@ -38,24 +38,28 @@ async function q<T extends pg.QueryResultRow>(s: Statement, client: pg.Pool | pg
   return (await client.query<T>(prepared(s))).rows;
 }
 
+/** Graphs by version id, as the engine's graphs.ts keeps them (a published version never changes). */
 const graphs = new Map<string, WorkflowGraph>();
-async function graphOf(workflowId: string): Promise<WorkflowGraph> {
-  const hit = graphs.get(workflowId);
+async function graphOf(claim: { workflowId: string; workflowVersionId: string }): Promise<WorkflowGraph> {
+  const hit = graphs.get(claim.workflowVersionId);
   if (hit) return hit;
-  const steps = await pool.query(`SELECT id, key, type, name, config FROM "WorkflowStep" WHERE "workflowId" = $1`, [workflowId]);
-  const transitions = await pool.query(`SELECT "fromStepId", "toStepId", branch FROM "WorkflowTransition" WHERE "workflowId" = $1`, [workflowId]);
+  const steps = await pool.query(`SELECT id, key, type, name, config FROM "WorkflowStep" WHERE "versionId" = $1`, [claim.workflowVersionId]);
+  const transitions = await pool.query(`SELECT "fromStepId", "toStepId", branch FROM "WorkflowTransition" WHERE "versionId" = $1`, [
+    claim.workflowVersionId,
+  ]);
   const graph = {
-    id: workflowId,
+    id: claim.workflowId,
+    versionId: claim.workflowVersionId,
     steps: new Map(steps.rows.map((s) => [s.id, { id: s.id, key: s.key, type: s.type as StepType, name: s.name, config: s.config }])),
     transitions: new Map(transitions.rows.map((t) => [`${t.fromStepId}:${t.branch ?? ''}`, t.toStepId])),
   } as unknown as WorkflowGraph;
-  graphs.set(workflowId, graph);
+  graphs.set(claim.workflowVersionId, graph);
   return graph;
 }
 
 /** A claimed step's completion, computed in memory as the engine's runner computes it; a park is recorded on its own. */
 async function complete(claim: StepClaim): Promise<Completion | null> {
-  const graph = await graphOf(claim.workflowId);
+  const graph = await graphOf(claim);
   const step = graph.steps.get(claim.stepId)!;
   const outcome = runStep({
     type: step.type,
@@ -144,7 +148,7 @@ async function waitsQueue(): Promise<number> {
   }
   const claims = await Promise.all(
     waits.map(async (w) => {
-      const graph = await graphOf(w.workflowId);
+      const graph = await graphOf(w);
       const next = nextStepId(graph, w.stepId, w.branch);
       const [row] = await q<StepClaim & { stepExecutionId: string | null }>(
         recordStatement((db) =>

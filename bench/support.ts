@@ -91,7 +91,7 @@ export async function assertInvariants(db: DbTx, phase: string): Promise<void> {
       `invariant violations after ${phase}: ${bad.map((r) => `${r.id} ${r.title}: ${r.violations}`).join('; ')}`,
     );
   }
-  progress(phase, `invariants I1-I8: 0 violations`);
+  progress(phase, `invariants I1-I9: 0 violations`);
 }
 
 export interface Child {

@@ -26,7 +26,7 @@ export async function runChecks(opts: { db: DbTx; pool: pg.Pool; log: ClientLog;
     if (count > 0) violations.push({ check, count, sample: sample.slice(0, 5) });
   };
 
-  // I1-I8, the product's own queries.
+  // I1-I9, the product's own queries.
   const invariants: Record<string, number> = {};
   for (const r of await checkInvariants(opts.db)) {
     invariants[r.id] = r.violations;

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { expect, test } from '@playwright/test';
 import { asDistinctClient, DEMO, signIn } from './sign-in';
 
-const INVARIANT_IDS = ['I1', 'I2', 'I3', 'I4', 'I5', 'I6', 'I7', 'I8'];
+const INVARIANT_IDS = ['I1', 'I2', 'I3', 'I4', 'I5', 'I6', 'I7', 'I8', 'I9'];
 
 test('overview: every invariant holds on the seeded demo and its workflows are listed', async ({ page }) => {
   // A hydration mismatch or a failing live refresh shows up only in the browser's console.

@@ -10,6 +10,14 @@ const BEFORE_I2_CHECK = '20261201000000_init';
 const BEFORE_I1_CHECK = '20261201000200_step_execution_unique';
 const I1_CHECK = '20261201000300_check_active_execution_duplicates';
 const I2_CHECK = '20261201000100_check_step_execution_duplicates';
+const VERSIONS = '20261207000000_workflow_versions';
+/** The migration applied just before the workflow versions one. */
+function beforeVersions(): string {
+  const names = readMigrations().map((m) => m.name);
+  const at = names.indexOf(VERSIONS);
+  if (at < 1) throw new Error(`${VERSIONS} is not a migration after the first`);
+  return names[at - 1]!;
+}
 
 const opened: TestDatabase[] = [];
 async function blank() {
@@ -21,7 +29,16 @@ afterEach(async () => {
   while (opened.length) await opened.pop()!.drop();
 });
 
-/** A project, a contact, a workflow with one WAIT_FOR_EVENT step: the rows executions need. */
+/** Whether the database is past the workflow versions migration (its steps and executions name a version). */
+async function hasVersions(t: TestDatabase): Promise<boolean> {
+  const [row] = await t.query(`SELECT to_regclass('"WorkflowVersion"') IS NOT NULL AS present`);
+  return row.present as boolean;
+}
+
+/**
+ * A project, a contact, a workflow with one WAIT_FOR_EVENT step: the rows executions need.
+ * On a database past the versions migration the step belongs to the workflow's version 1.
+ */
 async function seedWorkflow(t: TestDatabase) {
   const [project] = await t.query(`INSERT INTO "Project"(name) VALUES ('p') RETURNING id`);
   const [contact] = await t.query(
@@ -32,24 +49,44 @@ async function seedWorkflow(t: TestDatabase) {
     `INSERT INTO "Workflow"("projectId", name, trigger) VALUES ($1, 'w', 'MANUAL') RETURNING id`,
     [project.id],
   );
-  const [step] = await t.query(
-    `INSERT INTO "WorkflowStep"("workflowId", key, type, name, config)
-     VALUES ($1, 'wait', 'WAIT_FOR_EVENT', 'Wait', '{"eventName":"purchase","timeoutSeconds":60}') RETURNING id`,
-    [workflow.id],
-  );
-  return { projectId: project.id, contactId: contact.id, workflowId: workflow.id, stepId: step.id };
+  let versionId: string | null = null;
+  if (await hasVersions(t)) {
+    const [version] = await t.query(
+      `INSERT INTO "WorkflowVersion"("workflowId", number, "publishedBy") VALUES ($1, 1, 'test') RETURNING id`,
+      [workflow.id],
+    );
+    versionId = version.id;
+  }
+  const [step] = versionId
+    ? await t.query(
+        `INSERT INTO "WorkflowStep"("workflowId", "versionId", key, type, name, config)
+         VALUES ($1, $2, 'wait', 'WAIT_FOR_EVENT', 'Wait', '{"eventName":"purchase","timeoutSeconds":60}') RETURNING id`,
+        [workflow.id, versionId],
+      )
+    : await t.query(
+        `INSERT INTO "WorkflowStep"("workflowId", key, type, name, config)
+         VALUES ($1, 'wait', 'WAIT_FOR_EVENT', 'Wait', '{"eventName":"purchase","timeoutSeconds":60}') RETURNING id`,
+        [workflow.id],
+      );
+  return { projectId: project.id, contactId: contact.id, workflowId: workflow.id, stepId: step.id, versionId };
 }
 
 async function insertExecution(
   t: TestDatabase,
-  ids: { projectId: string; workflowId: string; contactId: string; stepId: string },
+  ids: { projectId: string; workflowId: string; contactId: string; stepId: string | null; versionId: string | null },
   status: string,
 ) {
-  const [row] = await t.query(
-    `INSERT INTO "WorkflowExecution"("projectId", "workflowId", "contactId", status, "currentStepId")
-     VALUES ($1, $2, $3, $4, $5) RETURNING id`,
-    [ids.projectId, ids.workflowId, ids.contactId, status, ids.stepId],
-  );
+  const [row] = ids.versionId
+    ? await t.query(
+        `INSERT INTO "WorkflowExecution"("projectId", "workflowId", "workflowVersionId", "contactId", status, "currentStepId")
+         VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
+        [ids.projectId, ids.workflowId, ids.versionId, ids.contactId, status, ids.stepId],
+      )
+    : await t.query(
+        `INSERT INTO "WorkflowExecution"("projectId", "workflowId", "contactId", status, "currentStepId")
+         VALUES ($1, $2, $3, $4, $5) RETURNING id`,
+        [ids.projectId, ids.workflowId, ids.contactId, status, ids.stepId],
+      );
   return row.id as string;
 }
 
@@ -197,6 +234,97 @@ describe('migrations', () => {
     await client.connect();
     expect(await invalidIndexes(client)).toEqual([]);
     await client.end();
+  });
+
+  it('an upgrade from before workflow versions keeps existing workflows and executions as version 1, and the FK keeps a current step inside its version', async () => {
+    const t = await blank();
+    await migrate(t.url, { until: beforeVersions() });
+    expect(await hasVersions(t)).toBe(false);
+    // A two-step workflow (trigger -> wait), an execution WAITING at the wait, and a finished one with no step.
+    const ids = await seedWorkflow(t);
+    const [trigger] = await t.query(
+      `INSERT INTO "WorkflowStep"("workflowId", key, type, name) VALUES ($1, 'start', 'TRIGGER', 'Start') RETURNING id`,
+      [ids.workflowId],
+    );
+    const [transition] = await t.query(
+      `INSERT INTO "WorkflowTransition"("workflowId", "fromStepId", "toStepId") VALUES ($1, $2, $3) RETURNING id`,
+      [ids.workflowId, trigger.id, ids.stepId],
+    );
+    const waiting = await insertExecution(t, ids, 'WAITING');
+    const finished = await insertExecution(t, { ...ids, stepId: null }, 'COMPLETED');
+    const [stepRow] = await t.query(
+      `INSERT INTO "StepExecution"("executionId", "stepId", status, "dueAt")
+       VALUES ($1, $2, 'WAITING', now() + interval '1 hour') RETURNING id`,
+      [waiting, ids.stepId],
+    );
+
+    const result = await migrate(t.url);
+    expect(result.applied[0]).toBe(VERSIONS);
+
+    // The workflow has exactly one version, 1, published by 'system', and it is the latest.
+    const versions = await t.query(
+      `SELECT id, number, "basedOn", "publishedBy" FROM "WorkflowVersion" WHERE "workflowId" = $1`,
+      [ids.workflowId],
+    );
+    expect(versions).toEqual([{ id: expect.any(String), number: 1, basedOn: null, publishedBy: 'system' }]);
+    const v1 = versions[0].id as string;
+    const [workflow] = await t.query(`SELECT "latestVersion" FROM "Workflow" WHERE id = $1`, [ids.workflowId]);
+    expect(workflow).toEqual({ latestVersion: 1 });
+    // Its steps and transition are version 1's; the executions run on version 1, where they were.
+    const steps = await t.query(`SELECT id, "versionId" FROM "WorkflowStep" WHERE "workflowId" = $1 ORDER BY key`, [ids.workflowId]);
+    expect(steps).toEqual([
+      { id: trigger.id, versionId: v1 },
+      { id: ids.stepId, versionId: v1 },
+    ]);
+    const [t1] = await t.query(`SELECT "versionId", "fromStepId", "toStepId" FROM "WorkflowTransition" WHERE id = $1`, [transition.id]);
+    expect(t1).toEqual({ versionId: v1, fromStepId: trigger.id, toStepId: ids.stepId });
+    const executions = await t.query(
+      `SELECT id, status, "currentStepId", "workflowVersionId" FROM "WorkflowExecution" ORDER BY status::text`,
+    );
+    expect(executions).toEqual([
+      { id: finished, status: 'COMPLETED', currentStepId: null, workflowVersionId: v1 },
+      { id: waiting, status: 'WAITING', currentStepId: ids.stepId, workflowVersionId: v1 },
+    ]);
+    const [kept] = await t.query(`SELECT status, "executionId", "stepId" FROM "StepExecution" WHERE id = $1`, [stepRow.id]);
+    expect(kept).toEqual({ status: 'WAITING', executionId: waiting, stepId: ids.stepId });
+    const client = new pg.Client({ connectionString: t.url });
+    await client.connect();
+    expect(await invalidIndexes(client)).toEqual([]);
+    await client.end();
+
+    // Version 2 of the same workflow, with its own 'wait' step (a key is unique per version only).
+    const [v2] = await t.query(
+      `INSERT INTO "WorkflowVersion"("workflowId", number, "basedOn", "publishedBy") VALUES ($1, 2, 1, 'test') RETURNING id`,
+      [ids.workflowId],
+    );
+    const [v2wait] = await t.query(
+      `INSERT INTO "WorkflowStep"("workflowId", "versionId", key, type, name, config)
+       VALUES ($1, $2, 'wait', 'WAIT_FOR_EVENT', 'Wait', '{"eventName":"purchase","timeoutSeconds":60}') RETURNING id`,
+      [ids.workflowId, v2.id],
+    );
+    // An execution of version 1 at version 2's step cannot be stored (COMPLETED: clear of I1), nor can one be moved there.
+    await expect(insertExecution(t, { ...ids, versionId: v2.id, stepId: v2wait.id }, 'COMPLETED')).resolves.toBeTypeOf('string');
+    await expect(
+      insertExecution(t, { ...ids, versionId: v1, stepId: v2wait.id }, 'COMPLETED'),
+    ).rejects.toMatchObject({ code: '23503', constraint: 'WorkflowExecution_step_in_version_fkey' });
+    await expect(
+      t.query(`UPDATE "WorkflowExecution" SET "currentStepId" = $2 WHERE id = $1`, [waiting, v2wait.id]),
+    ).rejects.toMatchObject({ code: '23503', constraint: 'WorkflowExecution_step_in_version_fkey' });
+    // Moving step and version together is allowed.
+    await t.query(`UPDATE "WorkflowExecution" SET "currentStepId" = $2, "workflowVersionId" = $3 WHERE id = $1`, [
+      waiting,
+      v2wait.id,
+      v2.id,
+    ]);
+    // A transition between two versions' steps is refused the same way.
+    await expect(
+      t.query(`INSERT INTO "WorkflowTransition"("workflowId", "versionId", "fromStepId", "toStepId", branch) VALUES ($1, $2, $3, $4, 'yes')`, [
+        ids.workflowId,
+        v1,
+        trigger.id,
+        v2wait.id,
+      ]),
+    ).rejects.toMatchObject({ code: '23503', constraint: 'WorkflowTransition_to_in_version_fkey' });
   });
 
   it('an applied migration that was edited fails loudly', async () => {

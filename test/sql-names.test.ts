@@ -96,7 +96,7 @@ describe('every SQL statement is named', () => {
 
   it('finds the statements', () => {
     const names = statements.map(nameOf);
-    expect(names).toEqual(expect.arrayContaining(['claimWait', 'retryStep', 'writeAudit', 'loadWorkflowGraph']));
+    expect(names).toEqual(expect.arrayContaining(['claimWait', 'retryStep', 'writeAudit', 'loadVersionGraph']));
     expect(statements.length).toBeGreaterThan(150);
   });
 

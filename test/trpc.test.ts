@@ -6,7 +6,7 @@ import { createCaller } from '../server/trpc/root';
 import { conflictError, publicProcedure, router, type Context } from '../server/trpc/trpc';
 import { actorFor, contextFor } from './support/callers';
 import { freshDatabase, type TestDatabase } from './support/database';
-import { createContact, createProject, waitWorkflow, workflowFrom } from './support/fixtures';
+import { createContact, createProject, versionId, waitWorkflow, workflowFrom } from './support/fixtures';
 
 let t: TestDatabase;
 let ctx: Context;
@@ -18,10 +18,10 @@ beforeAll(async () => {
 afterAll(() => t.drop());
 
 describe('health.invariants', () => {
-  it('answers every invariant of docs/architecture.md (I1–I8), each with zero violations on a clean database', async () => {
+  it('answers every invariant of docs/architecture.md (I1–I9), each with zero violations on a clean database', async () => {
     const project = await createProject(t.db);
     const results = await createCaller(contextFor(t.db, actorFor(project.id, 'VIEWER'))).health.invariants();
-    expect(results.map((r) => r.id)).toEqual(['I1', 'I2', 'I3', 'I4', 'I5', 'I6', 'I7', 'I8']);
+    expect(results.map((r) => r.id)).toEqual(['I1', 'I2', 'I3', 'I4', 'I5', 'I6', 'I7', 'I8', 'I9']);
     for (const result of results) {
       expect(result.title).not.toBe('');
       expect(result.violation).not.toBe('');
@@ -35,12 +35,13 @@ describe('workflows.list', () => {
     const project = await createProject(t.db);
     const busy = await workflowFrom(t.db, project.id, waitWorkflow({ name: 'busy' }));
     const idle = await workflowFrom(t.db, project.id, waitWorkflow({ name: 'idle', trigger: 'EVENT', triggerEvent: 'signup' }));
+    const busyVersion = await versionId(t.db, busy.id);
     const statuses: ExecutionStatus[] = ['WAITING', 'WAITING', 'COMPLETED', 'FAILED'];
     for (const [i, status] of statuses.entries()) {
       // One contact each: I1 allows one active execution per (workflow, contact).
       const contact = await createContact(t.db, project.id, `c${i}@example.com`);
       await t.db.workflowExecution.create({
-        data: { projectId: project.id, workflowId: busy.id, contactId: contact.id, status },
+        data: { projectId: project.id, workflowId: busy.id, workflowVersionId: busyVersion, contactId: contact.id, status },
       });
     }
 

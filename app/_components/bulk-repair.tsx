@@ -1,35 +1,31 @@
 'use client';
 
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import Link from 'next/link';
-import Papa from 'papaparse';
 import { useEffect, useRef, useState } from 'react';
 import type { StuckReason } from '@/server/common/stuck-reasons';
 import { useTRPC, useTRPCClient } from '../_trpc/client';
-import type { RouterInputs, RouterOutputs } from '@/app/_trpc/types';
-import { Badge } from './badges';
+import type { RouterInputs } from '@/app/_trpc/types';
 import { INPUT_CLASS } from './filters';
+import { BulkOutcomes, downloadCsv, type BulkItem } from './repair-bulk-outcomes';
+import { useMigrateChoices, VersionPicker } from './repair-migrate';
+import { MigrateDryRunView, summaryOf, type MigrationDryRun } from './repair-migrate-groups';
 import { ACTION_MEANS, actionsFor, subjectOf, type BulkActionName } from './stuck-actions';
 
 // Bulk repair of one stuck group, or of what the Executions page's filters select
 // (docs/stuck-and-repair.md, "Bulk repair"): choose an action the group's reason allows, count first (a dry run: "this will touch N"), confirm with a reason, then
 // watch it run row by row over repair.applyManyLive (server-sent events) with a Stop
 // button; every row's outcome is listed and can be downloaded as CSV. Rows already done
-// when the run stops stay done.
+// when the run stops stay done. MIGRATE's dry run is a table of groups with the choices
+// that clear what a choice can clear (repair-migrate-groups.tsx); changing one plans again.
 
 export type BulkFilterInput = RouterInputs['repair']['applyMany']['filter'];
-type BulkItem = RouterOutputs['repair']['applyMany']['items'][number];
 
 type Stage =
   | { kind: 'choose' }
-  | { kind: 'confirm'; action: BulkActionName; matched: number; inWindowEvents: number }
+  | { kind: 'confirm'; action: BulkActionName; matched: number; inWindowEvents: number; migration: MigrationDryRun | null }
   | { kind: 'running'; action: BulkActionName; total: number | null }
   | { kind: 'done'; action: BulkActionName; total: number; interrupted: boolean; why: string | null };
 
-const OUTCOME_TONE = { APPLIED: 'emerald', SKIPPED_CHANGED: 'amber', SKIPPED: 'zinc' } as const;
-const OUTCOME_LABEL = { APPLIED: 'applied', SKIPPED_CHANGED: 'skipped: changed since selected', SKIPPED: 'refused' } as const;
-/** Rows shown in the page; the CSV has them all. */
-const SHOWN_ROWS = 500;
 
 const button =
   'inline-flex h-8 items-center rounded border px-3 text-[13px] font-medium shadow-xs disabled:cursor-not-allowed disabled:opacity-50';
@@ -37,40 +33,13 @@ const primary = `${button} border-sky-700 bg-sky-600 text-white hover:bg-sky-700
 const secondary = `${button} border-zinc-300 bg-white text-zinc-700 hover:border-zinc-400`;
 const danger = `${button} border-red-700 bg-red-600 text-white hover:bg-red-700`;
 
-function targetOf(item: BulkItem): { href: string; label: string } | null {
-  if (item.executionId) return { href: `/executions/${item.executionId}`, label: `execution ${item.executionId.slice(0, 8)}` };
-  if (item.eventId) return { href: `/events#event-${item.eventId}`, label: `event ${item.eventId.slice(0, 8)}` };
-  return null;
-}
-
-function downloadCsv(items: BulkItem[], name: string) {
-  const csv = Papa.unparse(
-    items.map((item, i) => ({
-      row: i + 1,
-      outcome: item.outcome,
-      detail: item.detail,
-      executionId: item.executionId ?? '',
-      eventId: item.eventId ?? '',
-      messageId: item.messageId ?? '',
-      activeExecutionId: item.conflict?.executionId ?? '',
-      link: targetOf(item) ? `${window.location.origin}${targetOf(item)!.href}` : '',
-    })),
-  );
-  const url = URL.createObjectURL(new Blob([csv], { type: 'text/csv;charset=utf-8' }));
-  const a = document.createElement('a');
-  a.href = url;
-  a.download = name;
-  document.body.append(a);
-  a.click();
-  a.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 1_000);
-}
-
 export function BulkRepair({
   filter,
   reason,
   stepType,
   actions: offered,
+  initialAction,
+  workflowId = null,
   title,
   onClose,
 }: {
@@ -79,6 +48,10 @@ export function BulkRepair({
   reason: StuckReason | null;
   stepType: string | null;
   actions?: BulkActionName[];
+  /** The action chosen when the panel opens (a link's ?repair=MIGRATE); else the first offered. */
+  initialAction?: BulkActionName | undefined;
+  /** The one workflow the selection is of, if any: MIGRATE lists its versions and steps. */
+  workflowId?: string | null;
   /** The group in words, e.g. "WAIT_OVERDUE · Welcome series · Wait for a purchase". */
   title: string;
   onClose: () => void;
@@ -87,10 +60,13 @@ export function BulkRepair({
   const client = useTRPCClient();
   const queryClient = useQueryClient();
   const actions = offered ?? (reason ? actionsFor(reason, stepType) : []);
-  const [action, setAction] = useState<BulkActionName>(actions[0]!);
+  const [action, setAction] = useState<BulkActionName>(initialAction ?? actions[0]!);
   const [why, setWhy] = useState('');
   // FORCE_TIMEOUT past events accepted inside the waits' windows: off unless the operator says so.
   const [ignoreEvents, setIgnoreEvents] = useState(false);
+  // MIGRATE: the version, step map and re-send consent the dry run plans with and the run applies.
+  const migrate = useMigrateChoices();
+  const choicesFor = (a: BulkActionName) => (a === 'FORCE_TIMEOUT' && ignoreEvents ? { ignoreInWindowEvents: true } : a === 'MIGRATE' ? migrate.input : {});
   const [stage, setStage] = useState<Stage>({ kind: 'choose' });
   const [items, setItems] = useState<BulkItem[]>([]);
   const subscription = useRef<{ unsubscribe: () => void } | null>(null);
@@ -99,18 +75,37 @@ export function BulkRepair({
   // Leaving the page stops a run (the server stops between rows; done rows stay done).
   useEffect(() => () => subscription.current?.unsubscribe(), []);
   const panel = useRef<HTMLElement>(null);
-  useEffect(() => panel.current?.scrollIntoView({ block: 'nearest', behavior: 'smooth' }), []);
+  // A block body: Chromium's scrollIntoView now returns a promise, which React would take for a cleanup.
+  useEffect(() => {
+    void panel.current?.scrollIntoView({ block: 'nearest', behavior: 'smooth' });
+  }, []);
 
   const refresh = () => {
     void queryClient.invalidateQueries({ queryKey: trpc.repair.stuckGroups.queryKey() });
     void queryClient.invalidateQueries({ queryKey: trpc.executions.stats.queryKey() });
   };
 
-  const countFirst = () =>
+  // The choices the last dry run planned with: MIGRATE plans again when they change.
+  const counted = useRef<string | null>(null);
+  const migrateKey = JSON.stringify(migrate.input);
+  const countFirst = () => {
+    counted.current = action === 'MIGRATE' ? migrateKey : null;
     count.mutate(
-      { filter, action, reason: 'dry run: count first', dryRun: true },
-      { onSuccess: (result) => setStage({ kind: 'confirm', action, matched: result.matched, inWindowEvents: result.inWindowEvents ?? 0 }) },
+      { filter, action, reason: 'dry run: count first', dryRun: true, ...choicesFor(action) },
+      {
+        onSuccess: (result) =>
+          setStage({ kind: 'confirm', action, matched: result.matched, inWindowEvents: result.inWindowEvents ?? 0, migration: result.migration ?? null }),
+      },
     );
+  };
+  const planAgain = stage.kind === 'confirm' && stage.action === 'MIGRATE' && counted.current !== migrateKey;
+  useEffect(() => {
+    if (planAgain) countFirst();
+    // countFirst reads the choices of this render; planAgain turns false once it ran.
+  }, [planAgain, migrateKey]);
+  const dry = stage.kind === 'confirm' && stage.migration ? summaryOf(stage.migration) : null;
+  /** What the run would touch: MIGRATE's movable ones (the rest are refused row by row), else every match. */
+  const willTouch = stage.kind === 'confirm' ? (dry ? dry.movable : stage.matched) : 0;
 
   const start = (chosen: BulkActionName) => {
     setItems([]);
@@ -122,7 +117,7 @@ export function BulkRepair({
       refresh();
     };
     subscription.current = client.repair.applyManyLive.subscribe(
-      { filter, action: chosen, reason: why.trim(), ...(chosen === 'FORCE_TIMEOUT' && ignoreEvents ? { ignoreInWindowEvents: true } : {}) },
+      { filter, action: chosen, reason: why.trim(), ...choicesFor(chosen) },
       {
         onData: ({ data }) => {
           if (data.type === 'selected') setStage((s) => (s.kind === 'running' ? { ...s, total: data.total } : s));
@@ -175,14 +170,16 @@ export function BulkRepair({
                   <label key={a} className="flex items-baseline gap-2">
                     <input type="radio" name="bulk-action" value={a} checked={action === a} onChange={() => setAction(a)} />
                     <code className="font-mono text-xs font-semibold">{a}</code>
+                    {a === 'MIGRATE' && <span className="font-medium whitespace-nowrap">Move to version</span>}
                     <span className="text-zinc-600">{ACTION_MEANS[a]}</span>
                   </label>
                 ))}
               </div>
             </fieldset>
+            {action === 'MIGRATE' && workflowId && <VersionPicker workflowId={workflowId} fromVersion={1} state={migrate} />}
             <div className="flex items-center gap-3">
               <button type="button" className={primary} onClick={countFirst} disabled={count.isPending}>
-                {count.isPending ? 'Counting…' : 'Count what it would touch'}
+                {count.isPending ? 'Counting…' : action === 'MIGRATE' ? 'Plan the move: a dry run' : 'Count what it would touch'}
               </button>
               <span className="text-xs text-zinc-500">A dry run: nothing changes yet.</span>
             </div>
@@ -199,14 +196,23 @@ export function BulkRepair({
             className="space-y-3"
             onSubmit={(e) => {
               e.preventDefault();
-              if (why.trim().length >= 3 && stage.matched > 0) start(stage.action);
+              if (why.trim().length >= 3 && willTouch > 0 && !count.isPending) start(stage.action);
             }}
           >
-            <p data-testid="bulk-count" className="text-[13px]">
-              <code className="font-mono text-xs font-semibold">{stage.action}</code> will touch{' '}
-              <strong className="tabular-nums">{subjectOf(reason, stage.matched)}</strong> as they are now: {ACTION_MEANS[stage.action]}. Each row is
-              repaired only if it has not changed since it was selected.
-            </p>
+            {stage.migration && workflowId ? (
+              <MigrateDryRunView dry={stage.migration} matched={stage.matched} workflowId={workflowId} state={migrate} busy={count.isPending || planAgain} />
+            ) : (
+              <p data-testid="bulk-count" className="text-[13px]">
+                <code className="font-mono text-xs font-semibold">{stage.action}</code> will touch{' '}
+                <strong className="tabular-nums">{subjectOf(reason, stage.matched)}</strong> as they are now: {ACTION_MEANS[stage.action]}. Each row is
+                repaired only if it has not changed since it was selected.
+              </p>
+            )}
+            {count.error && stage.migration && (
+              <p role="alert" className="text-red-700">
+                Could not plan again: {count.error.message}
+              </p>
+            )}
             {stage.action === 'FORCE_TIMEOUT' && stage.inWindowEvents > 0 && (
               <div data-testid="bulk-in-window-events" className="space-y-1.5 rounded bg-violet-50 px-3 py-2 ring-1 ring-violet-200">
                 <p>
@@ -230,6 +236,8 @@ export function BulkRepair({
             )}
             {stage.matched === 0 ? (
               <p className="text-zinc-600">Nothing to repair: the group is empty now.</p>
+            ) : dry && dry.movable === 0 ? (
+              <p className="text-zinc-600">None of them can be moved with these choices: see why in the table.</p>
             ) : (
               <label className="block">
                 <span className="text-[10.5px] font-medium tracking-wide text-zinc-500 uppercase">Reason (for the audit log, required)</span>
@@ -246,10 +254,13 @@ export function BulkRepair({
               </label>
             )}
             <div className="flex gap-2">
-              {stage.matched > 0 && (
-                <button type="submit" className={danger} disabled={why.trim().length < 3}>
-                  Repair {subjectOf(reason, stage.matched)}
+              {willTouch > 0 && (
+                <button type="submit" className={danger} disabled={why.trim().length < 3 || count.isPending || planAgain}>
+                  {dry ? `Move ${subjectOf(null, dry.movable)}` : `Repair ${subjectOf(reason, stage.matched)}`}
                 </button>
+              )}
+              {dry && dry.movable > 0 && dry.refused > 0 && (
+                <span className="self-center text-xs text-zinc-600">the other {dry.refused.toLocaleString()} are left as they are, each refused with why</span>
               )}
               <button type="button" className={secondary} onClick={() => setStage({ kind: 'choose' })}>
                 Back
@@ -312,68 +323,7 @@ export function BulkRepair({
                 </button>
               </div>
             )}
-            {items.length > 0 && (
-              <div className="max-h-96 overflow-y-auto rounded border border-zinc-200">
-                <table aria-label="Bulk repair outcomes" className="w-full text-left">
-                  <thead className="sticky top-0 bg-zinc-50 text-[11px] font-medium tracking-wide text-zinc-500 uppercase">
-                    <tr>
-                      <th scope="col" className="w-12 px-3 py-1.5 text-right font-medium">
-                        #
-                      </th>
-                      <th scope="col" className="w-44 px-2 py-1.5 font-medium">
-                        Row
-                      </th>
-                      <th scope="col" className="w-52 px-2 py-1.5 font-medium">
-                        Outcome
-                      </th>
-                      <th scope="col" className="px-2 py-1.5 font-medium">
-                        What was done, or why not
-                      </th>
-                    </tr>
-                  </thead>
-                  <tbody className="divide-y divide-zinc-100">
-                    {items.slice(0, SHOWN_ROWS).map((item, i) => {
-                      const target = targetOf(item);
-                      return (
-                        <tr key={i} data-testid="bulk-outcome" data-outcome={item.outcome} className="align-baseline">
-                          <td className="px-3 py-1 text-right text-xs text-zinc-400 tabular-nums">{i + 1}</td>
-                          <td className="px-2 py-1 font-mono text-xs">
-                            {target ? (
-                              <Link href={target.href} className="text-sky-700 hover:underline">
-                                {target.label}
-                              </Link>
-                            ) : (
-                              '—'
-                            )}
-                          </td>
-                          <td className="px-2 py-1">
-                            <Badge tone={OUTCOME_TONE[item.outcome]}>{OUTCOME_LABEL[item.outcome]}</Badge>
-                          </td>
-                          <td className="px-2 py-1 text-xs text-zinc-700">
-                            {item.detail}
-                            {item.conflict && (
-                              <>
-                                {' '}
-                                (active:{' '}
-                                <Link href={`/executions/${item.conflict.executionId}`} className="text-sky-700 hover:underline">
-                                  {item.conflict.executionId.slice(0, 8)}
-                                </Link>
-                                )
-                              </>
-                            )}
-                          </td>
-                        </tr>
-                      );
-                    })}
-                  </tbody>
-                </table>
-                {items.length > SHOWN_ROWS && (
-                  <p className="border-t border-zinc-200 px-3 py-1.5 text-xs text-zinc-500">
-                    The first {SHOWN_ROWS} of {items.length.toLocaleString()} rows; the CSV has them all.
-                  </p>
-                )}
-              </div>
-            )}
+            <BulkOutcomes items={items} />
           </div>
         )}
       </div>

@@ -4,6 +4,8 @@ import { keepPreviousData, useMutation, useQuery } from '@tanstack/react-query';
 import { useEffect, useId, useRef, useState } from 'react';
 import { useTRPC } from '../_trpc/client';
 import { type ApplyError, shortId, Refusal, ApplyErrorView } from './repair-outcome';
+import { useMigrateChoices } from './repair-migrate';
+import { MigrateDialogChoices, MigrationRows, migrationOf } from './repair-migrate-preview';
 import { PreviewBody } from './repair-preview';
 import type { Preview, RepairApplied, RepairTarget } from './repair-types';
 
@@ -27,6 +29,7 @@ export const REPAIR_ACTION_TEXT: Record<RepairTarget['action'], { label: string;
   SKIP_STEP: { label: 'Skip step', does: 'mark the current step skipped and move to the next one' },
   CANCEL: { label: 'Cancel execution', does: 'stop the execution for good: it takes no further step' },
   REDRIVE_EVENT: { label: 'Redrive event', does: 'dispatch the tracked event again now' },
+  MIGRATE: { label: 'Move to version', does: 'move the execution to a later version of its workflow, at the step of the same key (or one you name)' },
   MARK_SENT: { label: 'Mark as sent', does: 'record the email as sent (the provider has it); nothing is sent' },
   RESEND: { label: 'Resend', does: 'queue the same email again; it may reach the contact twice' },
   GIVE_UP: { label: 'Give up', does: 'abandon the email: never sent, no longer listed as stuck' },
@@ -55,7 +58,9 @@ export function RepairDialog({
   const [reason, setReason] = useState('');
   // FORCE_TIMEOUT past an event accepted inside the wait's window: off unless the operator says so.
   const [ignoreEvents, setIgnoreEvents] = useState(false);
-  const choices = target.action === 'FORCE_TIMEOUT' && ignoreEvents ? { ignoreInWindowEvents: true } : {};
+  // MIGRATE: the version, step map and re-send consent; each change previews again.
+  const migrate = useMigrateChoices();
+  const choices = target.action === 'FORCE_TIMEOUT' && ignoreEvents ? { ignoreInWindowEvents: true } : target.action === 'MIGRATE' ? migrate.input : {};
   const text = REPAIR_ACTION_TEXT[target.action];
 
   // Never refreshed by itself: what the operator reads is what apply sends (a choice
@@ -127,10 +132,10 @@ export function RepairDialog({
         }}
       >
         <header className="flex items-baseline gap-3 border-b border-zinc-200 px-5 py-3">
-          <h2 id={titleId} className="text-[15px] font-semibold">
+          <h2 id={titleId} className="shrink-0 text-[15px] font-semibold whitespace-nowrap">
             Preview: {text.label}
           </h2>
-          <span className="text-xs text-zinc-500">{text.does}</span>
+          <span className="min-w-0 text-xs text-zinc-500">{text.does}</span>
         </header>
 
         <div className="max-h-[70vh] space-y-3 overflow-y-auto px-5 py-4">
@@ -144,7 +149,18 @@ export function RepairDialog({
               The preview was refused ({preview.error.data?.code ?? 'error'}): {preview.error.message}
             </p>
           )}
-          {p && <PreviewBody preview={p} refetching={preview.isFetching} stale={!!error} />}
+          {p && target.action === 'MIGRATE' && !settled && <MigrateDialogChoices preview={p} state={migrate} disabled={apply.isPending} />}
+          {p && (
+            <PreviewBody preview={p} refetching={preview.isFetching} stale={!!error}>
+              {migrationOf(p).migration && (
+                <MigrationRows
+                  migration={migrationOf(p).migration!}
+                  waiting={p.target.kind === 'execution' && p.target.status === 'WAITING'}
+                  emailNote={p.plan.allowed ? p.plan.sideEffect.note : null}
+                />
+              )}
+            </PreviewBody>
+          )}
 
           {p && !p.plan.allowed && !settled && <Refusal text={p.plan.refusal ?? 'the current state does not allow it'} activeId={'conflict' in p.plan ? p.plan.conflict?.executionId : undefined} />}
 

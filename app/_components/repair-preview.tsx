@@ -18,7 +18,18 @@ export function Row({ label, children, testId }: { label: string; children: Reac
   );
 }
 
-export function PreviewBody({ preview: p, refetching, stale }: { preview: Preview; refetching: boolean; stale: boolean }) {
+export function PreviewBody({
+  preview: p,
+  refetching,
+  stale,
+  children,
+}: {
+  preview: Preview;
+  refetching: boolean;
+  stale: boolean;
+  /** Rows of the action's own after "Will change" (MIGRATE's move). */
+  children?: ReactNode;
+}) {
   const t = p.target;
   const plan = p.plan;
   const sendsAgain = plan.sideEffect.emailMayBeSent;
@@ -29,6 +40,7 @@ export function PreviewBody({ preview: p, refetching, stale }: { preview: Previe
         <span className="inline-flex flex-wrap items-center gap-2">
           <StatusBadge status={t.kind === 'event' ? (t.deadAt ? 'dead' : t.processedAt ? 'processed' : 'pending') : t.status} />
           <span className="tabular-nums">version v{p.expectedVersion}</span>
+          {t.kind === 'execution' && p.action === 'MIGRATE' && <span className="text-zinc-600">runs on workflow version {t.workflowVersionNumber}</span>}
           {t.kind === 'execution' && t.step && (
             <span className="text-zinc-600">
               at “{t.step.name}” <span className="text-[11px] text-zinc-400">{t.step.type}</span>
@@ -87,7 +99,8 @@ export function PreviewBody({ preview: p, refetching, stale }: { preview: Previe
       <Row label="Will change" testId="preview-change">
         <span className={plan.allowed ? 'font-medium' : 'text-zinc-500'}>{plan.allowed ? first(plan.change) : 'Nothing: this action is not allowed now'}</span>
       </Row>
-      {'branch' in plan && plan.allowed && (
+      {children}
+      {'branch' in plan && plan.allowed && p.action !== 'MIGRATE' && (
         <Row label="Branch" testId="preview-branch">
           {plan.branch ? <Badge tone="violet">{plan.branch}</Badge> : <span className="text-zinc-600">none taken</span>}
           <span className="text-zinc-600">
@@ -102,7 +115,7 @@ export function PreviewBody({ preview: p, refetching, stale }: { preview: Previe
           </span>
         </Row>
       )}
-      {plan.allowed && (
+      {plan.allowed && p.action !== 'MIGRATE' && (
         <Row label="Email sent again?" testId="preview-email">
           {sendsAgain || mayDuplicate ? (
             <p role="note" className="rounded bg-amber-50 px-2 py-1.5 font-medium text-amber-900 ring-1 ring-amber-300">

@@ -11,6 +11,7 @@ export type BulkActionName =
   | 'SKIP_STEP'
   | 'CANCEL'
   | 'REDRIVE_EVENT'
+  | 'MIGRATE'
   | 'MARK_SENT'
   | 'RESEND'
   | 'GIVE_UP';
@@ -22,6 +23,7 @@ export const ACTION_MEANS: Record<BulkActionName, string> = {
   SKIP_STEP: 'mark the step skipped and move on to the next one',
   CANCEL: 'cancel each execution: it takes no further step',
   REDRIVE_EVENT: 'bring each event back and dispatch it now: it may enroll contacts and resume waits',
+  MIGRATE: 'move each to a later version of its workflow, at the step of the same key (or the one you map it to); a dry run shows each group first',
   MARK_SENT: 'record each email as sent (you checked that the provider has it); nothing is sent',
   RESEND: 'queue each email again: it may send a duplicate',
   GIVE_UP: 'abandon each email: it is never sent and no longer listed',
@@ -51,6 +53,22 @@ export function actionsFor(reason: StuckReason, stepType: string | null): BulkAc
 /** An executions filter's actions: by its one stuck reason if it has one, else any an execution may take. */
 export function actionsForExecutions(reason: StuckReason | null, stepType: string | null): BulkActionName[] {
   return reason ? actionsFor(reason, stepType) : EXECUTION_ACTIONS.filter((a) => skippable(a, stepType));
+}
+
+/**
+ * The stuck reasons whose executions are RUNNING or WAITING with an open wait, or a step
+ * no live worker holds: the ones MIGRATE may move (a FAILED execution, a resolved wait or
+ * an event never can be; server/repair/plan-migrate.ts).
+ */
+const MOVABLE_REASONS: readonly StuckReason[] = ['WAIT_OVERDUE', 'LEASE_EXPIRED', 'MISSING_STEP'];
+
+/**
+ * The actions offered with MIGRATE added last, when the selection is one workflow's with a
+ * later version than its first (and, for a stuck group, a reason whose executions can move).
+ */
+export function withMigrate(actions: BulkActionName[], latestVersion: number | null | undefined, reason: StuckReason | null = null): BulkActionName[] {
+  if (!latestVersion || latestVersion < 2 || (reason && !MOVABLE_REASONS.includes(reason))) return actions;
+  return [...actions.filter((a) => a !== 'MIGRATE'), 'MIGRATE'];
 }
 
 /**

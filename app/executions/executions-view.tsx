@@ -3,7 +3,8 @@
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { createColumnHelper } from '@tanstack/react-table';
 import Link from 'next/link';
-import { useState } from 'react';
+import { useSearchParams } from 'next/navigation';
+import { useEffect, useState } from 'react';
 import { EXECUTION_STATUSES } from '@/server/common/execution-status';
 import { STUCK_DESCRIPTIONS, type StuckReason } from '@/server/common/stuck-reasons';
 import { StatusBadge, StuckBadge } from '../_components/badges';
@@ -12,10 +13,11 @@ import { DataTable, useHeldRows, type Features } from '../_components/data-table
 import { ChipGroup, Field, FilterBar, INPUT_CLASS, Pager, TextFilter, TimeRange, useUrlInput } from '../_components/filters';
 import { useHydrated } from '../_components/hydrated';
 import { Freshness, LIVE_REFRESH_MS, LoadState } from '../_components/panel';
-import { actionsForExecutions } from '../_components/stuck-actions';
+import { actionsForExecutions, withMigrate, type BulkActionName } from '../_components/stuck-actions';
 import { Age, RelativeTime } from '../_components/time';
 import { useTRPC } from '../_trpc/client';
-import { EXECUTION_SEARCH, type ListExecutionsInput } from './search';
+import { EXECUTION_SEARCH, REPAIR_PARAM, type ListExecutionsInput } from './search';
+import { StepSelect, useStepOptions } from './step-options';
 import type { RouterOutputs } from '@/app/_trpc/types';
 import { atLeast, type Role } from '@/server/common/roles';
 
@@ -37,7 +39,25 @@ const COLUMNS = helper.columns([
       </Link>
     ),
   }),
-  helper.accessor('workflowName', { header: 'Workflow', cell: (c) => <span className="font-medium">{c.getValue()}</span> }),
+  helper.accessor('workflowName', {
+    header: 'Workflow',
+    cell: ({ row }) => {
+      const { workflowName, workflowVersion, latestVersion } = row.original;
+      const older = workflowVersion < latestVersion;
+      return (
+        <span className="inline-flex items-baseline gap-1.5">
+          <span className="font-medium">{workflowName}</span>
+          <span
+            data-testid="execution-workflow-version"
+            title={older ? `Runs on version ${workflowVersion}; the workflow's latest is ${latestVersion}` : `Runs on version ${workflowVersion}, the latest`}
+            className={`rounded px-1 text-[11px] tabular-nums ring-1 ring-inset ${older ? 'bg-amber-50 text-amber-800 ring-amber-200' : 'text-zinc-500 ring-zinc-200'}`}
+          >
+            v{workflowVersion}
+          </span>
+        </span>
+      );
+    },
+  }),
   helper.accessor('contactEmail', { header: 'Contact', cell: (c) => <span className="text-zinc-700">{c.getValue()}</span> }),
   helper.accessor('status', {
     header: 'Status',
@@ -81,7 +101,10 @@ const COLUMNS = helper.columns([
         </span>
       ),
   }),
-  helper.accessor('version', { header: 'Ver.', cell: (c) => <span className="tabular-nums text-zinc-500">v{c.getValue()}</span> }),
+  helper.accessor('version', {
+    header: () => <span title="State version: the compare-and-swap fence every change increments (not the workflow's version)">Rev.</span>,
+    cell: (c) => <span className="tabular-nums text-zinc-500">{c.getValue()}</span>,
+  }),
   helper.accessor('startedAt', { header: 'Started', cell: (c) => <RelativeTime at={c.getValue()} className="text-zinc-600" /> }),
   helper.accessor('updatedAt', { header: 'Updated', cell: (c) => <RelativeTime at={c.getValue()} className="text-zinc-600" /> }),
 ]);
@@ -110,7 +133,8 @@ export function ExecutionsView({ executionReasons, role }: { executionReasons: S
   const list = useQuery(trpc.executions.list.queryOptions(listInput, { refetchInterval: LIVE_REFRESH_MS, placeholderData: keepPreviousData }));
   const stats = useQuery(trpc.executions.stats.queryOptions(workflowId ? { workflowId } : {}, { refetchInterval: LIVE_REFRESH_MS }));
   const workflows = useQuery(trpc.workflows.list.queryOptions());
-  const workflow = useQuery(trpc.workflows.get.queryOptions({ id: workflowId ?? '' }, { enabled: !!workflowId }));
+  // The step filter lists the latest version's steps and those of older versions still in use.
+  const stepOptions = useStepOptions(workflowId);
 
   const [pointerInside, setPointerInside] = useState(false);
   const viewKey = JSON.stringify(input);
@@ -120,9 +144,21 @@ export function ExecutionsView({ executionReasons, role }: { executionReasons: S
   const mayRepair = atLeast(role, 'OPERATOR');
   // Bulk repair of what these filters select (all pages, not just this one), opened for the filters it was opened with.
   const [bulkFor, setBulkFor] = useState<string | null>(null);
+  // ?repair=MIGRATE (the publish dialog's link): open the bulk repair on these filters with MIGRATE chosen, once.
+  const searchParams = useSearchParams();
+  const [preselect, setPreselect] = useState<BulkActionName | null>(null);
+  const asked = searchParams.get(REPAIR_PARAM);
+  useEffect(() => {
+    if (!hydrated || asked !== 'MIGRATE' || !mayRepair || !filtered) return;
+    setPreselect('MIGRATE');
+    setBulkFor(viewKey);
+    replace(input);
+  }, [hydrated, asked, mayRepair, filtered, viewKey, replace, input]);
   const { cursor: _cursor, before: _before, limit: _limit, ...selection } = (listInput ?? {}) as Exclude<ListExecutionsInput, void>;
   const onlyReason = stuck.length === 1 ? (stuck[0] as StuckReason) : null;
-  const stepType = workflow.data?.steps.find((s) => s.id === input.stepId)?.type ?? null;
+  const atStep = stepOptions.find(input.stepId);
+  const stepType = atStep?.type ?? null;
+  const bulkActions = workflowId ? withMigrate(actionsForExecutions(onlyReason, stepType), stepOptions.latestVersion, onlyReason) : actionsForExecutions(onlyReason, stepType);
 
   return (
     <section aria-label="Executions" className="overflow-hidden rounded-md border border-zinc-200 bg-white shadow-xs">
@@ -147,21 +183,15 @@ export function ExecutionsView({ executionReasons, role }: { executionReasons: S
           </select>
         </Field>
         <Field label="Current step" htmlFor="filter-step">
-          <select
+          <StepSelect
             id="filter-step"
             value={typeof input.stepId === 'string' ? input.stepId : ''}
+            groups={stepOptions.groups}
             disabled={!hydrated || !workflowId}
             title={workflowId ? undefined : 'Choose a workflow first'}
-            onChange={(e) => setFilter('stepId', e.target.value || undefined)}
-            className={`${INPUT_CLASS} w-40 disabled:bg-zinc-50 disabled:text-zinc-400`}
-          >
-            <option value="">Any step</option>
-            {workflow.data?.steps.map((s) => (
-              <option key={s.id} value={s.id}>
-                {s.name} ({s.live} live)
-              </option>
-            ))}
-          </select>
+            fallbackName={held.rows.find((r) => r.currentStepId === input.stepId)?.stepName ?? null}
+            onChange={(stepId) => setFilter('stepId', stepId)}
+          />
         </Field>
         <TextFilter
           id="filter-contact"
@@ -238,9 +268,14 @@ export function ExecutionsView({ executionReasons, role }: { executionReasons: S
               filter={{ executions: selection }}
               reason={onlyReason}
               stepType={stepType}
-              actions={actionsForExecutions(onlyReason, stepType)}
-              title={`executions matching: ${describeSelection(selection, workflows.data ?? [], workflow.data?.steps ?? [])}`}
-              onClose={() => setBulkFor(null)}
+              actions={bulkActions}
+              initialAction={preselect && bulkActions.includes(preselect) ? preselect : undefined}
+              workflowId={workflowId ?? null}
+              title={`executions matching: ${describeSelection(selection, workflows.data ?? [], atStep ? [{ id: atStep.id, name: `${atStep.name} (v${atStep.version})` }] : [])}`}
+              onClose={() => {
+                setBulkFor(null);
+                setPreselect(null);
+              }}
             />
           ) : (
             <p className="text-xs text-zinc-600">

@@ -6,7 +6,7 @@ import { InvalidLink, PageHeading } from '../_components/invalid-link';
 import { inputFromSearch, issuesOf, type SearchRecord } from '../_components/search-params';
 import { HydrateClient, getQueryClient, trpc } from '../_trpc/server';
 import { ExecutionsView } from './executions-view';
-import { EXECUTION_SEARCH, type ListExecutionsInput } from './search';
+import { EXECUTION_SEARCH, olderVersionsWithActive, type ListExecutionsInput } from './search';
 
 export const dynamic = 'force-dynamic';
 export const metadata: Metadata = { title: 'Executions' };
@@ -28,6 +28,7 @@ export default async function ExecutionsPage({ searchParams }: { searchParams: P
       queryClient.prefetchQuery(trpc.executions.stats.queryOptions(workflowId ? { workflowId } : {})),
       queryClient.prefetchQuery(trpc.workflows.list.queryOptions()),
       workflowId ? queryClient.prefetchQuery(trpc.workflows.get.queryOptions({ id: workflowId })) : null,
+      workflowId ? prefetchOlderSteps(queryClient, workflowId) : null,
     ]);
   }
   return (
@@ -40,4 +41,10 @@ export default async function ExecutionsPage({ searchParams }: { searchParams: P
       </div>
     </HydrateClient>
   );
+}
+
+/** The step filter's older versions (those still in use), so a link to a step of one paints with it selected. */
+async function prefetchOlderSteps(queryClient: ReturnType<typeof getQueryClient>, workflowId: string): Promise<void> {
+  const versions = await queryClient.fetchQuery(trpc.workflows.versions.queryOptions({ workflowId })).catch(() => undefined);
+  await Promise.all(olderVersionsWithActive(versions).map((version) => queryClient.prefetchQuery(trpc.workflows.get.queryOptions({ id: workflowId, version }))));
 }

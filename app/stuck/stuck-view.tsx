@@ -9,7 +9,7 @@ import { BulkRepair, type BulkFilterInput } from '../_components/bulk-repair';
 import { Field, FilterBar, INPUT_CLASS, useUrlInput } from '../_components/filters';
 import { useHydrated } from '../_components/hydrated';
 import { Freshness, LIVE_REFRESH_MS, LoadState } from '../_components/panel';
-import { actionsFor, subjectOf } from '../_components/stuck-actions';
+import { actionsFor, subjectOf, withMigrate } from '../_components/stuck-actions';
 import { Age, RelativeTime } from '../_components/time';
 import { useTRPC } from '../_trpc/client';
 import type { RouterOutputs } from '@/app/_trpc/types';
@@ -58,6 +58,9 @@ export function StuckView({ role }: { role: Role }) {
     trpc.repair.stuckGroups.queryOptions(input as StuckGroupsInput, { refetchInterval: LIVE_REFRESH_MS, placeholderData: keepPreviousData }),
   );
   const workflows = useQuery(trpc.workflows.list.queryOptions());
+  // A group of a workflow with a later version than its first may also be moved to it (MIGRATE).
+  const latestOf = (workflowId: string | null) => workflows.data?.find((w) => w.id === workflowId)?.latestVersion ?? null;
+  const actionsOf = (g: Group) => withMigrate(actionsFor(g.reason, g.stepType), latestOf(g.workflowId), g.reason as StuckReason);
   const [selected, setSelected] = useState<Group | null>(null);
   const mayRepair = atLeast(role, 'OPERATOR');
   // The selects write the URL: live only once the page is (see useUrlInput).
@@ -163,7 +166,7 @@ export function StuckView({ role }: { role: Role }) {
                   const by = clearedBy(g, groups.data.poisonAttempts);
                   const sample = sampleLink(g);
                   const isSelected = selected !== null && keyOf(selected) === keyOf(g);
-                  const actions = actionsFor(g.reason, g.stepType);
+                  const actions = actionsOf(g);
                   return (
                     <tr key={keyOf(g)} data-testid="stuck-group" data-reason={g.reason} className={`align-top ${isSelected ? 'bg-sky-50' : 'hover:bg-zinc-50'}`}>
                       <td className="py-2 pr-2 pl-4">
@@ -253,6 +256,8 @@ export function StuckView({ role }: { role: Role }) {
           filter={filterOf(selected)}
           reason={selected.reason as StuckReason}
           stepType={selected.stepType}
+          actions={actionsOf(selected)}
+          workflowId={selected.workflowId ?? null}
           title={[selected.reason, selected.workflowName, selected.stepName, selected.errorPattern].filter(Boolean).join(' · ')}
           onClose={() => setSelected(null)}
         />

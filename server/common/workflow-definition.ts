@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { isStorableText } from './inputs';
+import { describeTemplateIssue, templateIssues } from './templates';
 
 // What a workflow is allowed to be: step types, their configs, their branches, and the
 // graph rules (one trigger, acyclic, every step reachable, branches that exist for the
@@ -34,15 +35,21 @@ export const fieldPath = z
     'must be contact.email, contact.subscribed, contact.data.<key>[.<key>…] or context.<key>[.<key>…]',
   );
 
+/** A subject or body Liquid cannot parse: its syntax error, where it is (server/common/templates.ts). */
+function liquidSyntax(template: string, ctx: z.RefinementCtx): void {
+  for (const issue of templateIssues(template)) ctx.addIssue({ code: 'custom', message: describeTemplateIssue(issue) });
+}
+
 const jsonScalar = z.union([z.string().max(1000), z.number().finite(), z.boolean(), z.null()]);
 
 export const stepConfigSchemas = {
   TRIGGER: z.object({}).strict(),
   SEND_EMAIL: z
     .object({
-      subject: z.string().trim().min(1).max(300),
-      /** Plain text with {{contact.email}}, {{contact.data.x}}, {{context.x}} placeholders. */
-      body: z.string().min(1).max(50_000),
+      /** Liquid, as body. */
+      subject: z.string().trim().min(1).max(300).superRefine(liquidSyntax),
+      /** Plain text in Liquid: {{contact.email}}, {{contact.firstName}} (contact.data.firstName), {{context.x}} (templates.ts). */
+      body: z.string().min(1).max(50_000).superRefine(liquidSyntax),
     })
     .strict(),
   DELAY: z.object({ seconds: z.number().int().min(0).max(365 * 86400) }).strict(),

@@ -2,7 +2,7 @@ import { advanceFromWait, findPendingContinuations, type StepClaim, type WaitCla
 import type { EngineContext } from './context';
 import { readEventContext } from './event-context';
 import { nextStepId } from './workflow-graph';
-import { loadWorkflowGraph } from './workflows';
+import { loadVersionGraph } from './graphs';
 
 // The continuation: advancing an execution past its resolved wait, along the wait's
 // branch. Whoever resolved the wait (an event, the timer, an operator, a step that parked
@@ -15,11 +15,11 @@ import { loadWorkflowGraph } from './workflows';
  */
 export async function continueAfterWait(
   ctx: EngineContext,
-  wait: Pick<WaitClaim, 'executionId' | 'version' | 'stepExecutionId' | 'stepId' | 'workflowId' | 'branch'>,
+  wait: Pick<WaitClaim, 'executionId' | 'version' | 'stepExecutionId' | 'stepId' | 'workflowId' | 'workflowVersionId' | 'branch'>,
   contextPatch: Record<string, unknown> = {},
   opts: { claimNext?: boolean } = {},
 ): Promise<{ won: boolean; version: number | null; running: boolean; next: StepClaim | null }> {
-  const graph = await loadWorkflowGraph(ctx.db, wait.workflowId);
+  const graph = await loadVersionGraph(ctx.db, wait.workflowVersionId);
   const next = nextStepId(graph, wait.stepId, wait.branch);
   const result = await advanceFromWait(ctx.db, {
     executionId: wait.executionId,

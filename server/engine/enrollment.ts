@@ -41,6 +41,8 @@ interface WorkflowForEnrollment {
   id: string;
   enabled: boolean;
   allowReentry: boolean;
+  /** The latest published version (new enrollments run on it) and its TRIGGER step. */
+  versionId: string | null;
   triggerStepId: string | null;
 }
 
@@ -193,11 +195,12 @@ export async function enrollBatch(
 ): Promise<EnrollResult[]> {
   const [workflow] = await db.$queryRaw<WorkflowForEnrollment[]>`
     -- enrollBatch.workflow
-    SELECT w.id, w.enabled, w."allowReentry",
-           (SELECT s.id FROM "WorkflowStep" s WHERE s."workflowId" = w.id AND s.type = 'TRIGGER' LIMIT 1) AS "triggerStepId"
+    SELECT w.id, w.enabled, w."allowReentry", v.id AS "versionId",
+           (SELECT s.id FROM "WorkflowStep" s WHERE s."versionId" = v.id AND s.type = 'TRIGGER' LIMIT 1) AS "triggerStepId"
       FROM "Workflow" w
+      LEFT JOIN "WorkflowVersion" v ON v."workflowId" = w.id AND v.number = w."latestVersion"
      WHERE w.id = ${workflowId}::uuid AND w."projectId" = ${projectId}::uuid`;
-  if (!workflow || !workflow.triggerStepId) return rows.map(() => ({ ok: false, reason: 'WORKFLOW_NOT_FOUND' }));
+  if (!workflow || !workflow.versionId || !workflow.triggerStepId) return rows.map(() => ({ ok: false, reason: 'WORKFLOW_NOT_FOUND' }));
   if (!workflow.enabled) return rows.map(() => ({ ok: false, reason: 'WORKFLOW_DISABLED' }));
 
   const contactIds = await resolveContacts(db, projectId, rows);
@@ -225,6 +228,7 @@ export async function enrollBatch(
     const inserted = await insertExecutions(db, {
       projectId,
       workflowId: workflow.id,
+      workflowVersionId: workflow.versionId,
       firstStepId: workflow.triggerStepId,
       enrollOnce: !workflow.allowReentry,
       // In contact order, for the same reason as the contacts' upsert.

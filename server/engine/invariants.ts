@@ -6,7 +6,7 @@ import { executionIsActive } from './claims/fragments';
 // and each one fires on a hand-made violation). Tests, the race suite, the bench, the fault drills and the console's health
 // panel all call these: one concept, one home. Zero everywhere is the only healthy answer.
 
-export type InvariantId = 'I1' | 'I2' | 'I3' | 'I4' | 'I5' | 'I6' | 'I7' | 'I8';
+export type InvariantId = 'I1' | 'I2' | 'I3' | 'I4' | 'I5' | 'I6' | 'I7' | 'I8' | 'I9';
 
 export interface InvariantCheck {
   id: InvariantId;
@@ -266,7 +266,7 @@ export const INVARIANTS: readonly InvariantCheck[] = [
     id: 'I8',
     title: 'Every manual action is audited',
     violation:
-      'manual changes with no audit entry of their own: a cancel, an operator resolution of a wait, a skipped step, ' +
+      'manual changes with no audit entry of their own: a cancel, an operator resolution of a wait, a skipped step, a step left by a move to another version, ' +
       'a step reset for a retry, or an email given up on',
     // Each change is matched to the entry its own action writes (server/repair/actions.ts:
     // action "repair.<ACTION>" on the execution, naming the step; waits.resolve; message
@@ -292,6 +292,10 @@ export const INVARIANTS: readonly InvariantCheck[] = [
                     AND NOT EXISTS (SELECT 1 FROM "AuditEntry" a
                                      WHERE a."projectId" = e."projectId" AND a."targetId" = e.id::text AND a.outcome = 'APPLIED'
                                        AND a.action = 'repair.SKIP_STEP' AND ${namesStep(Prisma.sql`s`, Prisma.sql`ws`)}))
+                + count(*) FILTER (WHERE s.status = 'SKIPPED' AND s.output ? 'migrated'
+                    AND NOT EXISTS (SELECT 1 FROM "AuditEntry" a
+                                     WHERE a."projectId" = e."projectId" AND a."targetId" = e.id::text AND a.outcome = 'APPLIED'
+                                       AND a.action = 'repair.MIGRATE' AND ${namesStep(Prisma.sql`s`, Prisma.sql`ws`)}))
                 + count(*) FILTER (WHERE s.status = 'PENDING'
                     AND NOT EXISTS (SELECT 1 FROM "AuditEntry" a
                                      WHERE a."projectId" = e."projectId" AND a."targetId" = e.id::text AND a.outcome = 'APPLIED'
@@ -306,6 +310,30 @@ export const INVARIANTS: readonly InvariantCheck[] = [
               AND NOT EXISTS (SELECT 1 FROM "AuditEntry" a
                                WHERE a."projectId" = m."projectId" AND a."targetId" = m.id::text
                                  AND a.action = 'repair.GIVE_UP' AND a.outcome = 'APPLIED'))
+          AS n`),
+  },
+  {
+    id: 'I9',
+    title: 'Every execution runs on its own version',
+    violation:
+      'active executions at a step their workflow version does not have, on a version of another workflow, ' +
+      'or with an unfinished step row of another version (docs/versions.md)',
+    // The composite foreign key WorkflowExecution_step_in_version_fkey refuses the first
+    // while it is in place; the count is what proves it stayed so.
+    count: (db, p) =>
+      scalar(db.$queryRaw`
+        -- invariantViolations.I9
+        SELECT
+          (SELECT count(*) FROM "WorkflowExecution" e
+             JOIN "WorkflowVersion" v ON v.id = e."workflowVersionId"
+             LEFT JOIN "WorkflowStep" ws ON ws.id = e."currentStepId"
+            WHERE ${executionIsActive(Prisma.sql`e.status`)} ${inProject(Prisma.sql`e."projectId"`, p)}
+              AND (v."workflowId" <> e."workflowId" OR (e."currentStepId" IS NOT NULL AND ws."versionId" IS DISTINCT FROM e."workflowVersionId")))
+          +
+          (SELECT count(*) FROM "StepExecution" s
+             JOIN "WorkflowStep" ws ON ws.id = s."stepId"
+             JOIN "WorkflowExecution" e ON e.id = s."executionId" ${inProject(Prisma.sql`e."projectId"`, p)}
+            WHERE s.status IN ('PENDING', 'RUNNING', 'WAITING') AND ws."versionId" <> e."workflowVersionId")
           AS n`),
   },
 ];

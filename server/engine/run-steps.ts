@@ -18,7 +18,7 @@ import { eventContextPatch } from './event-context';
 import { faults } from './faults';
 import { runStep, type StepOutcome } from './steps';
 import { nextStepId, stepOf, type WorkflowGraph } from './workflow-graph';
-import { loadWorkflowGraph } from './workflows';
+import { loadVersionGraph } from './graphs';
 
 // Running claimed steps: claim due steps, run each (steps.ts computes the outcome) and
 // record its outcome with a claim (advance, park, fail), driving an execution's steps back
@@ -117,7 +117,9 @@ export interface StepRun {
  * meanwhile. With `chain`, an advance also claims the next step in the same statement.
  */
 export async function runClaimedStep(ctx: EngineContext, claim: StepClaim, opts: { chain?: boolean } = {}): Promise<StepRun> {
-  const graph = await loadWorkflowGraph(ctx.db, claim.workflowId);
+  // The claim's version, never the workflow's latest: an execution runs the graph it
+  // was enrolled on (or migrated to) however many versions were published since.
+  const graph = await loadVersionGraph(ctx.db, claim.workflowVersionId);
   const step = stepOf(graph, claim.stepId);
   // Keep the lease while this step runs, so a slow step is not taken over; a dead
   // process stops renewing and its lease runs out.
@@ -155,7 +157,7 @@ export async function runClaimedStep(ctx: EngineContext, claim: StepClaim, opts:
     // go on along its EVENT branch now (if this loses, the continuation sweeper does it).
     const advanced = await continueAfterWait(
       ctx,
-      { executionId: claim.executionId, version: result.version, stepExecutionId: claim.stepExecutionId, stepId: claim.stepId, workflowId: claim.workflowId, branch: 'EVENT' },
+      { executionId: claim.executionId, version: result.version, stepExecutionId: claim.stepExecutionId, stepId: claim.stepId, workflowId: claim.workflowId, workflowVersionId: claim.workflowVersionId, branch: 'EVENT' },
       eventContextPatch(result.resumeEvent),
     );
     return { result, continueAt: advanced.running ? advanced.version : null, next: null };

@@ -1,3 +1,4 @@
+import { renderTemplate, templateScope } from '../common/templates';
 import { stepConfigSchemas, type StepType } from '../common/workflow-definition';
 import type { OutgoingMessage } from './claims';
 
@@ -34,15 +35,6 @@ export function readField(path: string, input: Pick<StepInput, 'contact' | 'cont
     value = (value as Record<string, unknown>)[key];
   }
   return value;
-}
-
-/** Fill {{contact.email}}-style placeholders; unknown fields render as empty text. */
-export function renderTemplate(template: string, input: Pick<StepInput, 'contact' | 'context'>): string {
-  return template.replace(/\{\{\s*([A-Za-z0-9_.-]+)\s*\}\}/g, (_, path: string) => {
-    const value = readField(path, input);
-    if (value === undefined || value === null) return '';
-    return typeof value === 'object' ? JSON.stringify(value) : String(value);
-  });
 }
 
 function compare(op: string, actual: unknown, expected: unknown): boolean {
@@ -82,14 +74,16 @@ export function runStep(input: StepInput): StepOutcome {
         // A marketer expects unsubscribed contacts to be skipped, visibly, not failed.
         return { kind: 'advance', branch: null, output: { skipped: 'contact unsubscribed' } };
       }
+      // Liquid (server/common/templates.ts); a template that cannot render throws (a failed attempt).
+      const scope = templateScope(input);
       return {
         kind: 'advance',
         branch: null,
         output: { queued: true },
         message: {
           to: input.contact.email,
-          subject: renderTemplate(config.subject, input),
-          body: renderTemplate(config.body, input),
+          subject: renderTemplate(config.subject, scope),
+          body: renderTemplate(config.body, scope),
         },
       };
     }

@@ -203,6 +203,12 @@ export const TRANSITIONS = {
     step: { from: ['NONE', 'PENDING', 'FAILED', 'RUNNING', 'WAITING'], to: ['SKIPPED'], gate: true },
     also: 'no live worker holds the step; WAITING only on an unresolved DELAY; moving to RUNNING only with no other active execution of the (workflow, contact) (I1)',
   },
+  migrateExecution: {
+    does: 'an operator moves an active execution to a later version of its workflow: to the mapped step (RUNNING, due now), or, for an unresolved wait mapped to a wait of the same kind, keeping the wait (docs/versions.md)',
+    execution: { from: ['RUNNING', 'WAITING'], to: ['RUNNING', 'WAITING'] },
+    step: { from: ['PENDING', 'RUNNING', 'WAITING', 'FAILED'], to: ['SKIPPED', 'WAITING'], gate: false },
+    also: 'no live worker holds the step; WAITING only on an unresolved wait; the execution still on the version and step the operator planned from',
+  },
   redriveEvent: {
     does: 'an operator sends a dead-lettered or stuck pending event round again',
     event: { from: ['PENDING', 'DEAD'], to: ['PENDING'] },

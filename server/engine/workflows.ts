@@ -1,11 +1,10 @@
-import { transaction, type Db, type DbTx, type RawDb } from '../db';
-import { processSingleton } from '../process-registry';
+import { transaction, type Db, type DbTx } from '../db';
 import { writeAudit, type Acting } from './audit';
-import { workflowInput, stepConfigSchemas, type WorkflowInput } from '../common/workflow-definition';
-import type { StepNode, WorkflowGraph } from './workflow-graph';
+import { workflowInput, type WorkflowInput } from '../common/workflow-definition';
+import { insertVersion } from './versions';
 
-// Workflows are immutable once created (a change is a new workflow), so a process may
-// cache their graphs: the worker reads a step's config and transitions from memory.
+// A workflow: its name, trigger and flags. Its graph lives in published versions
+// (versions.ts); creating a workflow publishes version 1.
 
 export class WorkflowDefinitionError extends Error {
   override name = 'WorkflowDefinitionError';
@@ -19,6 +18,7 @@ export async function createWorkflow(
   db: Db | DbTx,
   projectId: string,
   input: WorkflowInput,
+  publishedBy = 'system',
 ): Promise<{ id: string }> {
   const parsed = workflowInput.safeParse(input);
   if (!parsed.success) {
@@ -39,22 +39,7 @@ export async function createWorkflow(
         enabled: wf.enabled,
       },
     });
-    const ids = new Map<string, string>();
-    for (const step of wf.steps) {
-      const config = stepConfigSchemas[step.type].parse(step.config) as object;
-      const row = await tx.workflowStep.create({
-        data: { workflowId: workflow.id, key: step.key, type: step.type, name: step.name, config },
-      });
-      ids.set(step.key, row.id);
-    }
-    await tx.workflowTransition.createMany({
-      data: wf.transitions.map((t) => ({
-        workflowId: workflow.id,
-        fromStepId: ids.get(t.from)!,
-        toStepId: ids.get(t.to)!,
-        branch: t.branch,
-      })),
-    });
+    await insertVersion(tx, { workflowId: workflow.id, number: 1, basedOn: null, publishedBy }, wf);
     return { id: workflow.id };
   });
 }
@@ -87,7 +72,7 @@ export async function createWorkflowAudited(db: Db, by: Acting, input: WorkflowI
       const taken = await tx.workflow.findFirst({ where: { projectId: by.projectId, name: input.name }, select: { id: true } });
       if (taken) return rejectTaken(tx);
       // createWorkflow opens its own transaction; inside ours, it runs as part of it.
-      const created = await createWorkflow(tx, by.projectId, input);
+      const created = await createWorkflow(tx, by.projectId, input, by.actor);
       await writeAudit(tx, {
         ...by,
         action: 'workflows.create',
@@ -139,52 +124,4 @@ export function setWorkflowEnabled(db: Db, by: Acting, workflowId: string, enabl
     });
     return { ok: true, id: row.id, enabled };
   });
-}
-
-/** Graphs read in the last 5 s, by workflow id, once per process (server/process-registry.ts). */
-const cache = processSingleton('engine.workflowGraphs', () => new Map<string, WorkflowGraph>());
-
-/** The workflow's graph; throws if the workflow does not exist. */
-export async function loadWorkflowGraph(db: RawDb, workflowId: string): Promise<WorkflowGraph> {
-  const hit = cache.get(workflowId);
-  if (hit) return hit;
-  // One raw statement (not a Prisma model query): a worker's engine client sends it as a
-  // prepared statement like its claims, so no Prisma query runs on a worker's hot path.
-  const [wf] = await db.$queryRaw<
-    (Pick<WorkflowGraph, 'id' | 'projectId' | 'name' | 'enabled' | 'trigger' | 'triggerEvent' | 'allowReentry'> & {
-      steps: (Omit<StepNode, 'config'> & { config: unknown })[];
-      transitions: { fromStepId: string; toStepId: string; branch: string | null }[];
-    })[]
-  >`
-    -- loadWorkflowGraph
-    SELECT w.id, w."projectId", w.name, w.enabled, w.trigger::text AS trigger, w."triggerEvent", w."allowReentry",
-           (SELECT coalesce(json_agg(json_build_object('id', s.id, 'key', s.key, 'type', s.type, 'name', s.name, 'config', s.config)), '[]')
-              FROM "WorkflowStep" s WHERE s."workflowId" = w.id) AS steps,
-           (SELECT coalesce(json_agg(json_build_object('fromStepId', t."fromStepId", 'toStepId', t."toStepId", 'branch', t.branch)), '[]')
-              FROM "WorkflowTransition" t WHERE t."workflowId" = w.id) AS transitions
-      FROM "Workflow" w WHERE w.id = ${workflowId}::uuid`;
-  if (!wf) throw new Error(`workflow ${workflowId} not found`);
-  const trigger = wf.steps.find((s) => s.type === 'TRIGGER');
-  if (!trigger) throw new Error(`workflow ${workflowId} has no TRIGGER step`);
-  const graph: WorkflowGraph = {
-    id: wf.id,
-    projectId: wf.projectId,
-    name: wf.name,
-    enabled: wf.enabled,
-    trigger: wf.trigger,
-    triggerEvent: wf.triggerEvent,
-    allowReentry: wf.allowReentry,
-    triggerStepId: trigger.id,
-    steps: new Map(
-      wf.steps.map((s) => [
-        s.id,
-        { id: s.id, key: s.key, type: s.type, name: s.name, config: (s.config ?? {}) as Record<string, unknown> },
-      ]),
-    ),
-    transitions: new Map(wf.transitions.map((t) => [`${t.fromStepId}:${t.branch ?? ''}`, t.toStepId])),
-  };
-  // enabled/allowReentry may change; only the graph itself is immutable. Keep it briefly.
-  cache.set(workflowId, graph);
-  setTimeout(() => cache.delete(workflowId), 5_000).unref?.();
-  return graph;
 }

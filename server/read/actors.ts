@@ -24,3 +24,8 @@ export async function actorLabels(db: DbTx, projectId: string, actors: string[])
   for (const k of keys) labels.set(`apikey:${k.id}`, `key “${k.name}”`);
   return labels;
 }
+
+/** An actor as the console names it: its label when it has one, else its id ("system", "worker:<id>"). */
+export function actorLabel(labels: Map<string, string>, actor: string): string {
+  return labels.get(actor) ?? actor;
+}

@@ -104,6 +104,16 @@ export async function findContact(db: DbTx, projectId: string, id: string): Prom
   return row ?? null;
 }
 
+/** The project's most recently created contact (a template preview's default), or null. */
+export async function latestContact(db: DbTx, projectId: string): Promise<ContactRecord | null> {
+  const [row] = await db.$queryRaw<ContactRecord[]>`
+    -- latestContact
+    SELECT id, email, data, subscribed, "createdAt", "updatedAt"
+      FROM "Contact" WHERE "projectId" = ${projectId}::uuid
+     ORDER BY "createdAt" DESC, id DESC LIMIT 1`;
+  return row ?? null;
+}
+
 /**
  * The data of the contact with this email (any case), before an upsert merges into it:
  * the audit entry's `before`. Null for an email the project has no contact for.

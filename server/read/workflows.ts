@@ -3,6 +3,7 @@ import { ExecutionStatus, type StepType, type WorkflowTrigger } from '../generat
 import type { StuckReason } from '../common/stuck-reasons';
 import type { StuckScope } from '../stuck/predicates';
 import { projectCountsFigure, type ProjectCounts } from './console-figures';
+import { actorLabel, actorLabels } from './actors';
 
 // What a workflow's graph shows at each step: how many executions stand there RUNNING or
 // WAITING, and how many of those (or of the failed ones left there) are stuck; and each
@@ -72,10 +73,12 @@ interface WorkflowRow {
  */
 export async function listWorkflows(db: DbTx, s: StuckScope) {
   const [workflows, counts] = await Promise.all([
-    db.$queryRaw<(WorkflowRow & { stepCount: number })[]>`
+    db.$queryRaw<(WorkflowRow & { stepCount: number; latestVersion: number })[]>`
       -- listWorkflows
       SELECT w.id, w.name, w.description, w.trigger::text AS trigger, w."triggerEvent", w.enabled, w."allowReentry", w."createdAt",
-             (SELECT count(*)::int FROM "WorkflowStep" st WHERE st."workflowId" = w.id) AS "stepCount"
+             w."latestVersion",
+             (SELECT count(*)::int FROM "WorkflowStep" st JOIN "WorkflowVersion" v ON v.id = st."versionId"
+               WHERE v."workflowId" = w.id AND v.number = w."latestVersion") AS "stepCount"
         FROM "Workflow" w
        WHERE w."projectId" = ${s.projectId}::uuid
        ORDER BY w.name, w.id`,
@@ -105,30 +108,44 @@ const NO_COUNTS: StepCounts = { running: 0, waiting: 0, stuck: 0, stuckReasons: 
  * countsAsOf when not counted for this read);
  * null when the scope's project has no such workflow.
  */
-export async function workflowDetail(db: DbTx, s: StuckScope & { workflowId: string }) {
+export async function workflowDetail(db: DbTx, s: StuckScope & { workflowId: string; version?: number | undefined }) {
   // One statement: the workflow with its steps (in the order they were defined) and its
   // transitions; then, for a workflow of the project only, the counts figure (which a
   // read may compute and store: a refused read writes nothing).
   const [workflow] = await db.$queryRaw<
       (WorkflowRow & {
         updatedAt: Date;
+        latestVersion: number;
+        versionNumber: number;
+        versionBasedOn: number | null;
+        publishedBy: string;
+        publishedAt: Date;
+        draft: { definition: Prisma.JsonValue; basedOnVersion: number; updatedBy: string; updatedAt: string } | null;
         steps: { id: string; key: string; type: StepType; name: string; config: Prisma.JsonValue }[];
         transitions: { id: string; fromStepId: string; toStepId: string; branch: string | null }[];
       })[]
     >`
       -- workflowDetail
       SELECT w.id, w.name, w.description, w.trigger::text AS trigger, w."triggerEvent", w.enabled, w."allowReentry",
-             w."createdAt", w."updatedAt",
+             w."createdAt", w."updatedAt", w."latestVersion",
+             v.number AS "versionNumber", v."basedOn" AS "versionBasedOn", v."publishedBy", v."publishedAt",
+             (SELECT json_build_object('definition', d.definition, 'basedOnVersion', d."basedOnVersion",
+                                       'updatedBy', d."updatedBy", 'updatedAt', d."updatedAt")
+                FROM "WorkflowDraft" d WHERE d."workflowId" = w.id) AS draft,
              COALESCE((SELECT json_agg(json_build_object('id', st.id, 'key', st.key, 'type', st.type, 'name', st.name, 'config', st.config)
                                        ORDER BY st."createdAt", st.key)
-                         FROM "WorkflowStep" st WHERE st."workflowId" = w.id), '[]'::json) AS steps,
+                         FROM "WorkflowStep" st WHERE st."versionId" = v.id), '[]'::json) AS steps,
              COALESCE((SELECT json_agg(json_build_object('id', t.id, 'fromStepId', t."fromStepId", 'toStepId', t."toStepId", 'branch', t.branch)
                                        ORDER BY t.id)
-                         FROM "WorkflowTransition" t WHERE t."workflowId" = w.id), '[]'::json) AS transitions
+                         FROM "WorkflowTransition" t WHERE t."versionId" = v.id), '[]'::json) AS transitions
         FROM "Workflow" w
+        JOIN "WorkflowVersion" v ON v."workflowId" = w.id AND v.number = COALESCE(${s.version ?? null}::int, w."latestVersion")
        WHERE w.id = ${s.workflowId}::uuid AND w."projectId" = ${s.projectId}::uuid`;
   if (!workflow) return null;
-  const figure = await projectCountsFigure(db, s);
+  const [figure, labels] = await Promise.all([
+    projectCountsFigure(db, s),
+    actorLabels(db, s.projectId, [workflow.publishedBy, ...(workflow.draft ? [workflow.draft.updatedBy] : [])]),
+  ]);
   const counts = stepCountsOf(figure.value, s.workflowId);
   const keyOf = new Map(workflow.steps.map((step) => [step.id, step.key]));
   return {
@@ -141,6 +158,22 @@ export async function workflowDetail(db: DbTx, s: StuckScope & { workflowId: str
     allowReentry: workflow.allowReentry,
     createdAt: workflow.createdAt,
     updatedAt: workflow.updatedAt,
+    /** The version shown (docs/versions.md); its publisher by email or key name. */
+    version: {
+      number: workflow.versionNumber,
+      basedOn: workflow.versionBasedOn,
+      publishedBy: actorLabel(labels, workflow.publishedBy),
+      publishedAt: workflow.publishedAt,
+    },
+    latestVersion: workflow.latestVersion,
+    draft: workflow.draft
+      ? {
+          definition: workflow.draft.definition,
+          basedOnVersion: workflow.draft.basedOnVersion,
+          updatedBy: actorLabel(labels, workflow.draft.updatedBy),
+          updatedAt: new Date(workflow.draft.updatedAt),
+        }
+      : null,
     steps: workflow.steps.map((step) => ({
       id: step.id,
       key: step.key,

@@ -3,8 +3,8 @@ import { readExecutionState, type ExecutionState } from '../engine/claims';
 import { writeAudit, type AuditInput } from '../engine/audit';
 import { createEngineContext, type EngineContext } from '../engine/context';
 import type { WorkflowGraph } from '../engine/workflow-graph';
-import { loadWorkflowGraph } from '../engine/workflows';
-import { cancel, redrive, resolveWait, resumeContinuation, retry, skip, type Applied, type ApplyRequest, type ApplyResult, type EventApplier, type ExecutionApplier } from './apply';
+import { loadVersionGraph } from '../engine/graphs';
+import { cancel, migrate, redrive, resolveWait, resumeContinuation, retry, skip, type Applied, type ApplyRequest, type ApplyResult, type EventApplier, type ExecutionApplier } from './apply';
 import { explainStaleVersion, explainWaitLoss, staleEvent, type ExplainLoss, type TargetedStep } from './explain';
 import {
   planCancel,
@@ -23,7 +23,8 @@ import {
   type RepairChoices,
 } from './planner';
 import type { EventSnapshot, ExecutionSnapshot } from './snapshot';
-import { loadExecution, loadTarget, RepairNotFound, type RepairOptions, type RepairRequest } from './target';
+import { planMigrate } from './plan-migrate';
+import { loadExecution, loadMigration, loadTarget, RepairNotFound, type RepairOptions, type RepairRequest } from './target';
 import { inRepairTransaction } from './transaction';
 
 // Repair actions: what an operator may do to an execution (or an event) that is stuck.
@@ -45,6 +46,7 @@ export const REPAIRS: { [A in RepairAction]: Repair } = {
   SKIP_STEP: { target: 'execution', plan: planSkipStep, apply: skip, explain: explainStaleVersion },
   CANCEL: { target: 'execution', plan: planCancel, apply: cancel, explain: explainStaleVersion },
   REDRIVE_EVENT: { target: 'event', plan: planRedriveEvent, apply: redrive, explain: explainStaleVersion },
+  MIGRATE: { target: 'execution', plan: planMigrate, apply: migrate, explain: explainStaleVersion },
 };
 
 /** Is the action allowed on this target now, and what will it do? Pure: the snapshot decides. */
@@ -125,9 +127,11 @@ export function deliverableEventsQuery(projectId: string, contactId: string, nam
  * per action over a single snapshot, so the panel never offers what apply would refuse.
  */
 export async function repairOptionsFor(db: DbTx, projectId: string, executionId: string, opts: RepairOptions): Promise<ExecutionRepairOptions> {
-  const target = await loadExecution(db, projectId, executionId, opts.graceSeconds);
-  if (!target) throw new RepairNotFound('execution not found');
-  const graph = await loadWorkflowGraph(db, target.workflowId);
+  const loaded = await loadExecution(db, projectId, executionId, opts.graceSeconds);
+  if (!loaded) throw new RepairNotFound('execution not found');
+  // MIGRATE is offered to the latest version, when the execution is on an older one.
+  const target = { ...loaded, migration: await loadMigration(db, loaded, undefined) };
+  const graph = await loadVersionGraph(db, target.workflowVersionId);
   const now = new Date();
   const eventName = target.step?.type === 'WAIT_FOR_EVENT' ? graph.steps.get(target.step.id)?.config.eventName : undefined;
   const events = typeof eventName === 'string' ? await db.$queryRaw<DeliverableEvent[]>(deliverableEventsQuery(projectId, target.contactId, eventName)) : [];

@@ -15,11 +15,25 @@ export interface RepairAsked {
   eventId?: string | null | undefined;
   /** FORCE_TIMEOUT: time out past an event accepted inside the wait's window (RepairChoices). */
   ignoreInWindowEvents?: boolean | undefined;
+  /** MIGRATE (RepairChoices). */
+  toVersion?: number | undefined;
+  stepMap?: Record<string, string> | undefined;
+  allowResend?: boolean | undefined;
 }
 
-/** The choices beside the action, as the planner takes them. */
-export function choicesOf(asked: { ignoreInWindowEvents?: boolean | undefined }): RepairChoices {
-  return asked.ignoreInWindowEvents !== undefined ? { ignoreInWindowEvents: asked.ignoreInWindowEvents } : {};
+/** The choices beside the action, as the planner takes them (only those given). */
+export function choicesOf(asked: {
+  ignoreInWindowEvents?: boolean | undefined;
+  toVersion?: number | undefined;
+  stepMap?: Record<string, string> | undefined;
+  allowResend?: boolean | undefined;
+}): RepairChoices {
+  const choices: RepairChoices = {};
+  if (asked.ignoreInWindowEvents !== undefined) choices.ignoreInWindowEvents = asked.ignoreInWindowEvents;
+  if (asked.toVersion !== undefined) choices.toVersion = asked.toVersion;
+  if (asked.stepMap !== undefined) choices.stepMap = asked.stepMap;
+  if (asked.allowResend !== undefined) choices.allowResend = asked.allowResend;
+  return choices;
 }
 
 /** An execution's or an event's repair request (REDRIVE_EVENT aims at its event only). */

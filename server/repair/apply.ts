@@ -3,6 +3,7 @@ import {
   cancelExecution,
   claimWait,
   lockEventChannel,
+  migrateExecution,
   readEventsResumingWait,
   readExecutionState,
   redriveEvent,
@@ -95,6 +96,7 @@ export const resumeContinuation: ExecutionApplier = async ({ tx, db, ctx, target
       stepExecutionId: execution.stepRow!.id,
       stepId: execution.step!.id,
       workflowId: execution.workflowId,
+      workflowVersionId: execution.workflowVersionId,
       branch: execution.stepRow!.resolvedBranch,
     },
     await resumeContext(tx, execution.id),
@@ -173,4 +175,46 @@ export const redrive: EventApplier = async ({ tx, req, target: event }) => {
   const won = await redriveEvent(tx, { eventId: event.id, expectedAttempts: req.expectedVersion });
   if (!won) return { kind: 'LOST', current: null };
   return { kind: 'APPLIED', version: event.version, afterCommit: (c) => dispatchEvent(c, event.id) };
+};
+
+/**
+ * MIGRATE: move the execution to the planned step of the later version, in one claim
+ * fenced by the version the operator saw (migrateExecution: the execution row, then its
+ * step row, as an event's dispatch takes a wait; the timer skips locked rows). A wait on
+ * an event is moved under its event channel's lock, and then looks back as a parking wait
+ * does: an event accepted inside its window (kept from the old version) whose dispatch
+ * ran before the move could see the moved wait, or has not run yet, resumes it here, by
+ * EVENT, once. Events accepted after the lock are accepted after the move and find it.
+ */
+export const migrate: ExecutionApplier = async ({ db, tx, ctx, req, target: execution, plan, graph }) => {
+  const move = plan.migration!;
+  const from = graph?.steps.get(execution.step!.id);
+  const eventName = execution.status === 'WAITING' && from?.type === 'WAIT_FOR_EVENT' ? from.config.eventName : undefined;
+  if (typeof eventName === 'string') await lockEventChannel(tx, { contactId: execution.contactId, eventName });
+  const toGraph = execution.migration!.to!.graph;
+  const toNode = toGraph.steps.get(move.toStep.id)!;
+  const dueSeconds = toNode.type === 'DELAY' ? toNode.config.seconds : toNode.type === 'WAIT_FOR_EVENT' ? toNode.config.timeoutSeconds : null;
+  const claim = await migrateExecution(tx, {
+    executionId: execution.id,
+    expectedVersion: req.expectedVersion,
+    fromVersionId: execution.workflowVersionId,
+    fromStepId: execution.step!.id,
+    toVersionId: toGraph.versionId,
+    toStepId: toNode.id,
+    keepWait: move.keepsWait,
+    dueSeconds: typeof dueSeconds === 'number' ? dueSeconds : null,
+    note: `moved to version ${move.toVersion} step "${move.toStep.key}" by ${req.actor}: ${req.reason}`,
+  });
+  if (!claim.won) return { kind: 'LOST', current: claim.current };
+  if (move.keepsWait && typeof eventName === 'string') {
+    const [event] = await readEventsResumingWait(tx, { stepExecutionId: execution.stepRow!.id, limit: 1 });
+    if (event) {
+      const resolved = await claimWait(tx, { stepExecutionId: execution.stepRow!.id, resolvedBy: 'EVENT', branch: 'EVENT', eventId: event.id, expectedVersion: claim.version });
+      if (!resolved.won) return { kind: 'LOST', current: await readExecutionState(tx, execution.id) };
+      const continued = await continueAfterWait(ctx, resolved.wait, eventContextPatch(event));
+      if (!continued.won) return { kind: 'LOST', current: await readExecutionState(tx, execution.id) };
+      return { kind: 'APPLIED', version: continued.version!, afterCommit: () => notifyWorkers(db) };
+    }
+  }
+  return { kind: 'APPLIED', version: claim.version, afterCommit: () => notifyWorkers(db) };
 };

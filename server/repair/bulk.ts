@@ -6,6 +6,7 @@ import type { ActiveExecutionConflict, RepairAction, RepairChoices } from './pla
 import { MESSAGE_REASONS, type StuckReason } from '../common/stuck-reasons';
 import { listStuck } from '../stuck/list';
 import type { StuckItem } from '../stuck/predicates';
+import { migrationGroups } from './migration-groups';
 import { RepairNotFound, type RepairOptions } from './target';
 
 // Bulk repair on a filter: first a count (a dry run the operator confirms), then one
@@ -26,6 +27,8 @@ export interface BulkFilter {
   errorPattern?: string | null;
   status?: 'RUNNING' | 'WAITING' | 'FAILED';
   executionIds?: string[];
+  /** The active executions standing at this step (of one version): the publish dialog's "move them" (MIGRATE). */
+  atStep?: string;
 }
 
 /** What became of one selected row. */
@@ -160,6 +163,14 @@ export async function selectTargets(
     }
     return targets;
   }
+  if (filter.atStep) {
+    const rows = await selectExecutions(
+      db,
+      Prisma.sql`e."projectId" = ${projectId}::uuid AND e."currentStepId" = ${filter.atStep}::uuid AND e.status IN ('RUNNING', 'WAITING')
+         AND (${filter.workflowId ?? null}::uuid IS NULL OR e."workflowId" = ${filter.workflowId ?? null}::uuid)`,
+    );
+    return rows.map(asTarget);
+  }
   if (filter.status) {
     const rows = await selectExecutions(
       db,
@@ -168,7 +179,7 @@ export async function selectTargets(
     );
     return rows.map(asTarget);
   }
-  throw new RepairNotFound('a bulk repair needs a filter: a stuck reason, a status or execution ids');
+  throw new RepairNotFound('a bulk repair needs a filter: a stuck reason, a status, a step (atStep) or execution ids');
 }
 
 /**
@@ -289,7 +300,7 @@ export async function applyMany(
     onProgress?: (done: number, total: number) => void;
   },
   opts: RepairOptions,
-): Promise<{ matched: number; dryRun: boolean; items: BulkItem[]; interrupted: boolean; inWindowEvents?: number }> {
+): Promise<{ matched: number; dryRun: boolean; items: BulkItem[]; interrupted: boolean; inWindowEvents?: number; migration?: Awaited<ReturnType<typeof migrationGroups>> }> {
   if (req.dryRun) {
     const targets = await selectTargets(db, req.projectId, req.filter, opts);
     // FORCE_TIMEOUT follows the timer's rule: say how many waits an in-window event resumes instead.
@@ -297,7 +308,9 @@ export async function applyMany(
       req.action === 'FORCE_TIMEOUT'
         ? { inWindowEvents: (await findWaitsWithInWindowEvents(db, targets.flatMap((t) => (t.stepExecutionId ? [t.stepExecutionId] : [])))).length }
         : {};
-    return { matched: targets.length, dryRun: true, items: [], interrupted: false, ...inWindow };
+    // MIGRATE: each execution planned as apply would, told per group (migration-groups.ts).
+    const migration = req.action === 'MIGRATE' ? { migration: await migrationGroups(db, req.projectId, targets, req.choices ?? {}, opts) } : {};
+    return { matched: targets.length, dryRun: true, items: [], interrupted: false, ...inWindow, ...migration };
   }
   const items: BulkItem[] = [];
   let matched = 0;

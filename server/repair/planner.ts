@@ -15,6 +15,7 @@ export const REPAIR_ACTIONS = [
   'SKIP_STEP',
   'CANCEL',
   'REDRIVE_EVENT',
+  'MIGRATE',
 ] as const;
 export type RepairAction = (typeof REPAIR_ACTIONS)[number];
 
@@ -35,6 +36,29 @@ export interface Plan {
   resumeEvent?: InWindowEvent | null;
   /** FORCE_TIMEOUT with ignoreInWindowEvents: the in-window events the operator chose to time out past. */
   ignoredEvents?: InWindowEvent[];
+  /** MIGRATE: the move, also on a refusal when the refusal is about what the move would do (a re-send). */
+  migration?: MigrationPlan;
+  /** MIGRATE refused: why, as a code (the bulk preview groups by it). */
+  migrationRefusal?: MigrationRefusal;
+}
+
+/** Why MIGRATE refuses an execution, as the bulk preview groups them. */
+export type MigrationRefusal = 'NOT_ACTIVE' | 'NO_STEP' | 'NO_VERSION' | 'NOT_LATER' | 'WORKER_HOLDS' | 'WAIT_RESOLVED' | 'STEP_GONE' | 'MAPPED_STEP_GONE' | 'TRIGGER' | 'RESEND';
+
+/** What MIGRATE would do to one execution: the preview's groups are made of these. */
+export interface MigrationPlan {
+  fromVersion: number;
+  toVersion: number;
+  fromStep: StepSummary;
+  toStep: StepSummary;
+  /** An unresolved wait moved to a wait of the same kind keeps its row: its window start, and the new step's timeout. */
+  keepsWait: boolean;
+  /** The wait's deadline now and after the move (keepsWait only). */
+  deadline: { before: Date | null; after: Date | null } | null;
+  /** The event window's start the wait keeps (WAIT_FOR_EVENT, keepsWait): events accepted since then still resume it. */
+  lookBackFrom: Date | null;
+  /** SEND_EMAIL steps reachable from the new step that this execution already sent (by key). */
+  resends: string[];
 }
 
 /** What the operator chose beside the action. */
@@ -44,6 +68,10 @@ export interface RepairChoices {
    * window would resume it by EVENT. The timer never does this; an operator may, audited.
    */
   ignoreInWindowEvents?: boolean;
+  /** MIGRATE: the version to move to (default the latest), step keys mapped, re-sends accepted (plan-migrate.ts). */
+  toVersion?: number;
+  stepMap?: Record<string, string>;
+  allowResend?: boolean;
 }
 
 /** A repair that would make a second active execution of a (workflow, contact) (I1). */

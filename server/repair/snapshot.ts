@@ -1,4 +1,5 @@
 import type { StuckItem } from '../stuck/predicates';
+import type { WorkflowGraph } from '../engine/workflow-graph';
 
 // A repair's target as the planner reads it and the applier fences on: the execution
 // (with its current step, step row, message and stuck reasons) or the tracked event.
@@ -44,6 +45,9 @@ export interface ExecutionSnapshot {
   id: string;
   projectId: string;
   workflowId: string;
+  /** The version the execution runs on (docs/versions.md). */
+  workflowVersionId: string;
+  workflowVersionNumber: number;
   workflowName: string;
   contactId: string;
   contactEmail: string;
@@ -61,6 +65,18 @@ export interface ExecutionSnapshot {
   inWindowEvents: InWindowEvent[];
   /** Another active (RUNNING or WAITING) execution of the same workflow and contact (I1), if any. */
   activeExecutionId: string | null;
+  /** MIGRATE only (loaded by target.ts when the action is MIGRATE): where it would move. */
+  migration?: MigrationContext;
+}
+
+/** What MIGRATE plans with beside the execution: the version it would move to, and what it already sent. */
+export interface MigrationContext {
+  /** The version asked for (the latest when none was named); null: the workflow has no such version. */
+  to: { number: number; graph: WorkflowGraph } | null;
+  /** Keys of the SEND_EMAIL steps whose email this execution already queued or sent (any version). */
+  sentKeys: string[];
+  /** The current wait's step row's startedAt: the start of its event window (look-back). */
+  waitStartedAt: Date | null;
 }
 
 export interface EventSnapshot {

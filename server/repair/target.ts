@@ -2,9 +2,9 @@ import { Prisma, type DbTx } from '../db';
 import { executionIsActive } from '../engine/claims/fragments';
 import type { WorkflowGraph } from '../engine/workflow-graph';
 import { readEventsResumingWait } from '../engine/claims';
-import { loadWorkflowGraph } from '../engine/workflows';
+import { loadVersionGraph } from '../engine/graphs';
 import type { RepairAction, RepairChoices } from './planner';
-import type { EventSnapshot, ExecutionSnapshot } from './snapshot';
+import type { EventSnapshot, ExecutionSnapshot, MigrationContext } from './snapshot';
 import { stuckReasonsOf } from '../stuck/predicates';
 
 // Loading a repair's target: the execution (with its current step, step row, message and
@@ -58,7 +58,26 @@ export async function loadTarget(
        WHERE id = ${req.eventId}::uuid AND "projectId" = ${req.projectId}::uuid AND "contactId" = ${execution.contactId}::uuid`;
     if (!event) throw new RepairNotFound('event not found for this contact');
   }
-  return { target: execution, graph: await loadWorkflowGraph(db, execution.workflowId) };
+  if (req.action === 'MIGRATE') execution.migration = await loadMigration(db, execution, req.choices?.toVersion);
+  return { target: execution, graph: await loadVersionGraph(db, execution.workflowVersionId) };
+}
+
+/** MIGRATE's context: the version to move to (default the latest) with its graph, the keys of emails already sent, the wait's start. */
+export async function loadMigration(db: DbTx, execution: ExecutionSnapshot, toVersion: number | undefined): Promise<MigrationContext> {
+  const [row] = await db.$queryRaw<{ versionId: string | null; sentKeys: string[]; waitStartedAt: Date | null }[]>`
+    -- loadMigration
+    SELECT (SELECT v.id FROM "WorkflowVersion" v JOIN "Workflow" w ON w.id = v."workflowId"
+             WHERE v."workflowId" = ${execution.workflowId}::uuid AND v.number = COALESCE(${toVersion ?? null}::int, w."latestVersion")) AS "versionId",
+           ARRAY(SELECT DISTINCT ws.key FROM "Message" m
+                   JOIN "StepExecution" s ON s.id = m."stepExecutionId"
+                   JOIN "WorkflowStep" ws ON ws.id = s."stepId"
+                  WHERE m."executionId" = ${execution.id}::uuid) AS "sentKeys",
+           (SELECT s."startedAt" FROM "StepExecution" s WHERE s.id = ${execution.stepRow?.id ?? null}::uuid) AS "waitStartedAt"`;
+  return {
+    to: row?.versionId ? await loadVersionGraph(db, row.versionId).then((graph) => ({ number: graph.versionNumber, graph })) : null,
+    sentKeys: row?.sentKeys ?? [],
+    waitStartedAt: row?.waitStartedAt ?? null,
+  };
 }
 
 export async function loadExecution(
@@ -91,7 +110,7 @@ export async function loadExecution(
     })[]
   >`
     -- loadExecution
-    SELECT e.id, e."projectId", e."workflowId", w.name AS "workflowName", e."contactId", c.email AS "contactEmail",
+    SELECT e.id, e."projectId", e."workflowId", e."workflowVersionId", v.number AS "workflowVersionNumber", w.name AS "workflowName", e."contactId", c.email AS "contactEmail",
            e.status::text AS status, e.version, e."updatedAt", e."currentStepId",
            ws.key AS "stepKey", ws.name AS "stepName", ws.type::text AS "stepType",
            s.id AS "rowId", s.status::text AS "rowStatus", s.attempt, s."leaseExpiresAt", s."dueAt",
@@ -104,6 +123,7 @@ export async function loadExecution(
              LIMIT 1) AS "activeExecutionId"
       FROM "WorkflowExecution" e
       JOIN "Workflow" w ON w.id = e."workflowId"
+      JOIN "WorkflowVersion" v ON v.id = e."workflowVersionId"
       JOIN "Contact" c ON c.id = e."contactId"
       LEFT JOIN "WorkflowStep" ws ON ws.id = e."currentStepId"
       LEFT JOIN "StepExecution" s ON s."executionId" = e.id AND s."stepId" = e."currentStepId"
@@ -116,6 +136,8 @@ export async function loadExecution(
     id: row.id,
     projectId: row.projectId,
     workflowId: row.workflowId,
+    workflowVersionId: row.workflowVersionId,
+    workflowVersionNumber: row.workflowVersionNumber,
     workflowName: row.workflowName,
     contactId: row.contactId,
     contactEmail: row.contactEmail,

@@ -10,6 +10,7 @@ import { invitationsRouter } from './routers/invitations';
 import { membersRouter } from './routers/members';
 import { overviewRouter } from './routers/overview';
 import { repairRouter } from './routers/repair';
+import { templatesRouter } from './routers/templates';
 import { waitsRouter } from './routers/waits';
 import { workflowsRouter } from './routers/workflows';
 
@@ -17,6 +18,7 @@ export const appRouter = router({
   health: healthRouter,
   contacts: contactsRouter,
   workflows: workflowsRouter,
+  templates: templatesRouter,
   enrollments: enrollmentsRouter,
   events: eventsRouter,
   waits: waitsRouter,

@@ -5,7 +5,7 @@ import { likePrefix } from '../../server/common/inputs';
 import { actorFor, callerFor } from '../support/callers';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { explain, planNodes, type PlanNode } from '../support/explain';
-import { createProject, waitWorkflow, workflowFrom } from '../support/fixtures';
+import { createProject, stepId, versionId, waitWorkflow, workflowFrom } from '../support/fixtures';
 
 // The contacts page and a contact's journey stay index-driven as the tables grow
 // (docs/architecture.md, "Scale"): two projects of 30,000 contacts with varied data; one busy contact enrolled
@@ -37,17 +37,17 @@ beforeAll(async () => {
     );
     // 30,000 executions spread over the contacts, and every eleventh one the busy contact's (c1).
     await t.query(
-      `INSERT INTO "WorkflowExecution"(id, "projectId", "workflowId", "contactId", status, "startedAt", "updatedAt", "finishedAt")
-       SELECT md5($3 || 'ex' || g)::uuid, $1, $2, md5($3 || 'c' || (CASE WHEN g % 11 = 0 THEN 1 ELSE 1 + g % ${CONTACTS} END))::uuid,
+      `INSERT INTO "WorkflowExecution"(id, "projectId", "workflowId", "workflowVersionId", "contactId", status, "startedAt", "updatedAt", "finishedAt")
+       SELECT md5($3 || 'ex' || g)::uuid, $1, $2, $4, md5($3 || 'c' || (CASE WHEN g % 11 = 0 THEN 1 ELSE 1 + g % ${CONTACTS} END))::uuid,
               'COMPLETED', now() - (g || ' seconds')::interval, now(), now()
          FROM generate_series(0, 32999) g`,
-      [p, wf.id, String(n)],
+      [p, wf.id, String(n), await versionId(t.db, wf.id)],
     );
     await t.query(
       `INSERT INTO "StepExecution"(id, "executionId", "stepId", status, "startedAt", "finishedAt")
        SELECT md5($2 || 'st' || g)::uuid, md5($2 || 'ex' || g)::uuid, ws.id, 'COMPLETED', now(), now()
-         FROM generate_series(0, 32999) g, "WorkflowStep" ws WHERE ws."workflowId" = $1 AND ws.key = 'hello'`,
-      [wf.id, String(n)],
+         FROM generate_series(0, 32999) g, "WorkflowStep" ws WHERE ws.id = $1`,
+      [await stepId(t.db, wf.id, 'hello'), String(n)],
     );
     await t.query(
       `INSERT INTO "Message"(id, "projectId", "executionId", "stepExecutionId", "to", subject, body, status, "createdAt")

@@ -3,7 +3,7 @@ import { executionListQuery, type ExecutionFilter } from '../../server/read/exec
 import { actorFor, callerFor } from '../support/callers';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { explain, planNodes, type PlanNode } from '../support/explain';
-import { createProject, waitWorkflow, workflowFrom } from '../support/fixtures';
+import { createProject, stepId, waitWorkflow, workflowFrom } from '../support/fixtures';
 
 // executions.list stays a short index range scan as executions grow (docs/architecture.md, "Scale"):
 // 100,000 executions over two projects, then EXPLAIN the list's one statement for each
@@ -27,10 +27,11 @@ beforeAll(async () => {
     );
     // 50,000 executions per project; g -> (workflow, contact) is one-to-one, so active ones never collide on I1.
     await t.query(
-      `WITH w AS (SELECT array_agg(id ORDER BY id) ids FROM "Workflow" WHERE "projectId" = $1),
+      `WITH w AS (SELECT array_agg(w.id ORDER BY w.id) ids, array_agg(v.id ORDER BY w.id) versions
+                    FROM "Workflow" w JOIN "WorkflowVersion" v ON v."workflowId" = w.id AND v.number = 1 WHERE w."projectId" = $1),
             c AS (SELECT array_agg(id ORDER BY id) ids FROM "Contact" WHERE "projectId" = $1)
-       INSERT INTO "WorkflowExecution"(id, "projectId", "workflowId", "contactId", status, "startedAt", "updatedAt", "finishedAt")
-       SELECT gen_random_uuid(), $1, w.ids[1 + g % 20], c.ids[1 + (g / 20) % 2500],
+       INSERT INTO "WorkflowExecution"(id, "projectId", "workflowId", "workflowVersionId", "contactId", status, "startedAt", "updatedAt", "finishedAt")
+       SELECT gen_random_uuid(), $1, w.ids[1 + g % 20], w.versions[1 + g % 20], c.ids[1 + (g / 20) % 2500],
               (CASE WHEN g < 46000 THEN 'COMPLETED' WHEN g < 49000 THEN 'WAITING' ELSE 'FAILED' END)::"ExecutionStatus",
               now() - (g || ' seconds')::interval, now(), CASE WHEN g < 46000 OR g >= 49000 THEN now() END
          FROM generate_series(0, 49999) g, w, c`,
@@ -41,9 +42,9 @@ beforeAll(async () => {
   // The waiting ones wait at their workflow's wait step (the console's "current step" filter).
   await t.query(
     `UPDATE "WorkflowExecution" e SET "currentStepId" = ws.id
-       FROM "WorkflowStep" ws WHERE ws."workflowId" = e."workflowId" AND ws.key = 'wait' AND e.status = 'WAITING'`,
+       FROM "WorkflowStep" ws WHERE ws."versionId" = e."workflowVersionId" AND ws.key = 'wait' AND e.status = 'WAITING'`,
   );
-  waitStepId = (await t.db.workflowStep.findFirstOrThrow({ where: { workflowId, key: 'wait' } })).id;
+  waitStepId = await stepId(t.db, workflowId, 'wait');
   await t.query('ANALYZE');
 }, 300_000);
 afterAll(async () => t?.drop());

@@ -36,10 +36,11 @@ beforeAll(async () => {
       [p],
     );
     await t.query(
-      `WITH w AS (SELECT array_agg(id ORDER BY id) ids FROM "Workflow" WHERE "projectId" = $1),
+      `WITH w AS (SELECT array_agg(w.id ORDER BY w.id) ids, array_agg(v.id ORDER BY w.id) versions
+                    FROM "Workflow" w JOIN "WorkflowVersion" v ON v."workflowId" = w.id AND v.number = 1 WHERE w."projectId" = $1),
             c AS (SELECT array_agg(id ORDER BY id) ids FROM "Contact" WHERE "projectId" = $1)
-       INSERT INTO "WorkflowExecution"(id, "projectId", "workflowId", "contactId", status, "startedAt", "updatedAt", "finishedAt", "lastError")
-       SELECT md5($2 || 'ex' || g)::uuid, $1, w.ids[1 + g % 10], c.ids[1 + (g / 10) % 2000],
+       INSERT INTO "WorkflowExecution"(id, "projectId", "workflowId", "workflowVersionId", "contactId", status, "startedAt", "updatedAt", "finishedAt", "lastError")
+       SELECT md5($2 || 'ex' || g)::uuid, $1, w.ids[1 + g % 10], w.versions[1 + g % 10], c.ids[1 + (g / 10) % 2000],
               (CASE WHEN g % 60 = 0 THEN 'FAILED' ELSE 'COMPLETED' END)::"ExecutionStatus",
               now() - (g * 1.2 || ' seconds')::interval, now(), now() - (g * 1.2 - 1 || ' seconds')::interval,
               CASE WHEN g % 60 = 0 THEN 'boom' END
@@ -52,13 +53,13 @@ beforeAll(async () => {
          SELECT md5($1 || $2 || g)::uuid, e.id, ws.id, 'COMPLETED', e."startedAt", e."finishedAt"
            FROM generate_series(0, 29999) g
            JOIN "WorkflowExecution" e ON e.id = md5($1 || 'ex' || g)::uuid
-           JOIN "WorkflowStep" ws ON ws."workflowId" = e."workflowId" AND ws.key = $2`,
+           JOIN "WorkflowStep" ws ON ws."versionId" = e."workflowVersionId" AND ws.key = $2`,
         [String(n), key],
       );
     }
     await t.query(
       `UPDATE "WorkflowExecution" e SET "currentStepId" = ws.id
-         FROM "WorkflowStep" ws WHERE ws."workflowId" = e."workflowId" AND ws.key = 'hello' AND e."projectId" = $1`,
+         FROM "WorkflowStep" ws WHERE ws."versionId" = e."workflowVersionId" AND ws.key = 'hello' AND e."projectId" = $1`,
       [p],
     );
     await t.query(

@@ -5,7 +5,7 @@ import { runWorkerOnce } from '../../server/engine/worker';
 import { throughput } from '../../server/read/overview';
 import { actorFor, callerFor, rejection } from '../support/callers';
 import { freshDatabase, type TestDatabase } from '../support/database';
-import { createContact, createProject, stepId, waitWorkflow, workflowFrom } from '../support/fixtures';
+import { createContact, createProject, stepId, versionId, waitWorkflow, workflowFrom } from '../support/fixtures';
 
 // The overview's own reads: throughput per minute over the last hour, and the
 // latest failures. Counts are checked at the edges of their minutes and across projects;
@@ -29,6 +29,7 @@ async function projectWithRows(name: string) {
   const contact = await createContact(t.db, project.id, `${name}@example.com`);
   const hello = await stepId(t.db, workflow.id, 'hello');
   const wait = await stepId(t.db, workflow.id, 'wait');
+  const version = await versionId(t.db, workflow.id);
   return {
     projectId: project.id,
     workflowId: workflow.id,
@@ -36,9 +37,9 @@ async function projectWithRows(name: string) {
     /** An execution started at `at` (one per call: re-entry is allowed, none is active). */
     async execution(at: Date, status = 'COMPLETED', lastError: string | null = null): Promise<string> {
       const [row] = await t.query(
-        `INSERT INTO "WorkflowExecution"("projectId", "workflowId", "contactId", status, "currentStepId", "startedAt", "updatedAt", "finishedAt", "lastError")
-         VALUES ($1, $2, $3, $4, $5, $6, $6, $6, $7) RETURNING id`,
-        [project.id, workflow.id, contact.id, status, hello, at, lastError],
+        `INSERT INTO "WorkflowExecution"("projectId", "workflowId", "workflowVersionId", "contactId", status, "currentStepId", "startedAt", "updatedAt", "finishedAt", "lastError")
+         VALUES ($1, $2, $8, $3, $4, $5, $6, $6, $6, $7) RETURNING id`,
+        [project.id, workflow.id, contact.id, status, hello, at, lastError, version],
       );
       return row.id as string;
     },

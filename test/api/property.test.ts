@@ -203,6 +203,8 @@ function baselines(): Record<string, unknown> {
     'repair.applyOne': { executionId: known.executionId, action: 'CANCEL', expectedVersion: 999, reason: 'property test' },
     'repair.applyMany': { filter: { executionIds: [known.executionId] }, action: 'CANCEL', reason: 'property test', dryRun: true },
     'audit.list': { targetId: known.executionId, limit: 5 },
+    'templates.preview': { subject: 'Hi {{contact.firstName | upcase}}', body: '{% if contact.plan %}{{contact.plan}}{% endif %}', contactId: known.contactId },
+    'templates.testSend': { subject: 'Hi {{contact.firstName}}', body: 'Body {{contact.email}}', contactId: known.contactId },
     'apiKeys.create': { name: 'property key', role: 'VIEWER' },
     'apiKeys.revoke': { id: randomUUID() },
     'members.add': { email: 'member@example.com', role: 'VIEWER' },

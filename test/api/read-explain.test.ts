@@ -49,10 +49,11 @@ beforeAll(async () => {
       [p, String(n)],
     );
     await t.query(
-      `WITH w AS (SELECT array_agg(id ORDER BY id) ids FROM "Workflow" WHERE "projectId" = $1),
+      `WITH w AS (SELECT array_agg(w.id ORDER BY w.id) ids, array_agg(v.id ORDER BY w.id) versions
+                    FROM "Workflow" w JOIN "WorkflowVersion" v ON v."workflowId" = w.id AND v.number = 1 WHERE w."projectId" = $1),
             c AS (SELECT array_agg(id ORDER BY id) ids FROM "Contact" WHERE "projectId" = $1)
-       INSERT INTO "WorkflowExecution"(id, "projectId", "workflowId", "contactId", status, "sourceEventId", "startedAt", "updatedAt", "finishedAt")
-       SELECT md5($2 || 'ex' || g)::uuid, $1, w.ids[1 + g % 20], c.ids[1 + (g / 20) % 2500],
+       INSERT INTO "WorkflowExecution"(id, "projectId", "workflowId", "workflowVersionId", "contactId", status, "sourceEventId", "startedAt", "updatedAt", "finishedAt")
+       SELECT md5($2 || 'ex' || g)::uuid, $1, w.ids[1 + g % 20], w.versions[1 + g % 20], c.ids[1 + (g / 20) % 2500],
               (CASE WHEN g < 27000 THEN 'COMPLETED' WHEN g < 29500 THEN 'WAITING' ELSE 'FAILED' END)::"ExecutionStatus",
               CASE WHEN g % 3 = 0 THEN md5($2 || 'ev' || g)::uuid END,
               now() - (g || ' seconds')::interval, now(), CASE WHEN g < 27000 OR g >= 29500 THEN now() END
@@ -65,7 +66,7 @@ beforeAll(async () => {
        SELECT md5($1 || 'sh' || g)::uuid, e.id, ws.id, 'COMPLETED', e."startedAt", e."startedAt"
          FROM generate_series(0, 29999) g
          JOIN "WorkflowExecution" e ON e.id = md5($1 || 'ex' || g)::uuid
-         JOIN "WorkflowStep" ws ON ws."workflowId" = e."workflowId" AND ws.key = 'hello'`,
+         JOIN "WorkflowStep" ws ON ws."versionId" = e."workflowVersionId" AND ws.key = 'hello'`,
       [String(n)],
     );
     await t.query(
@@ -80,13 +81,13 @@ beforeAll(async () => {
               e."startedAt"
          FROM generate_series(0, 29999) g
          JOIN "WorkflowExecution" e ON e.id = md5($1 || 'ex' || g)::uuid
-         JOIN "WorkflowStep" ws ON ws."workflowId" = e."workflowId" AND ws.key = 'wait'
+         JOIN "WorkflowStep" ws ON ws."versionId" = e."workflowVersionId" AND ws.key = 'wait'
         WHERE e.status <> 'FAILED'`,
       [String(n)],
     );
     await t.query(
       `UPDATE "WorkflowExecution" e SET "currentStepId" = ws.id
-         FROM "WorkflowStep" ws WHERE ws."workflowId" = e."workflowId" AND ws.key = 'wait' AND e.status = 'WAITING' AND e."projectId" = $1`,
+         FROM "WorkflowStep" ws WHERE ws."versionId" = e."workflowVersionId" AND ws.key = 'wait' AND e.status = 'WAITING' AND e."projectId" = $1`,
       [p],
     );
     await t.query(

@@ -126,10 +126,11 @@ describe('the graph\'s stuck counts stay index scans as executions grow', () => 
       );
       // 20,000 executions a project: mostly finished, a few thousand waiting, some running or failed.
       await big.query(
-        `WITH w AS (SELECT array_agg(id ORDER BY id) ids FROM "Workflow" WHERE "projectId" = $1),
+        `WITH w AS (SELECT array_agg(w.id ORDER BY w.id) ids, array_agg(v.id ORDER BY w.id) versions
+                      FROM "Workflow" w JOIN "WorkflowVersion" v ON v."workflowId" = w.id AND v.number = 1 WHERE w."projectId" = $1),
               c AS (SELECT array_agg(id ORDER BY id) ids FROM "Contact" WHERE "projectId" = $1)
-         INSERT INTO "WorkflowExecution"(id, "projectId", "workflowId", "contactId", status, "startedAt", "updatedAt", "finishedAt", "readyAt")
-         SELECT gen_random_uuid(), $1, w.ids[1 + g % 10], c.ids[1 + (g / 10) % 2000],
+         INSERT INTO "WorkflowExecution"(id, "projectId", "workflowId", "workflowVersionId", "contactId", status, "startedAt", "updatedAt", "finishedAt", "readyAt")
+         SELECT gen_random_uuid(), $1, w.ids[1 + g % 10], w.versions[1 + g % 10], c.ids[1 + (g / 10) % 2000],
                 (CASE WHEN g < 18000 THEN 'COMPLETED' WHEN g < 19500 THEN 'WAITING' WHEN g < 19800 THEN 'RUNNING' ELSE 'FAILED' END)::"ExecutionStatus",
                 now() - (g || ' seconds')::interval, now(),
                 CASE WHEN g < 18000 OR g >= 19800 THEN now() END,
@@ -141,7 +142,7 @@ describe('the graph\'s stuck counts stay index scans as executions grow', () => 
     await big.query(`
       UPDATE "WorkflowExecution" e SET "currentStepId" = s.id
         FROM "WorkflowStep" s
-       WHERE s."workflowId" = e."workflowId"
+       WHERE s."versionId" = e."workflowVersionId"
          AND s.key = CASE WHEN e.status = 'WAITING' THEN 'wait' WHEN e.status = 'COMPLETED' THEN 'thanks' ELSE 'hello' END`);
     await big.query(`
       INSERT INTO "StepExecution"(id, "executionId", "stepId", status, "dueAt", "leaseExpiresAt", "startedAt", "finishedAt")

@@ -55,8 +55,8 @@ describe('each invariant query fires on a hand-made violation', () => {
       await violated(
         [
           `DROP INDEX "WorkflowExecution_active_workflowId_contactId_key"`,
-          `INSERT INTO "WorkflowExecution"(id, "projectId", "workflowId", "contactId", status, "currentStepId", "readyAt", "updatedAt")
-           SELECT gen_random_uuid(), "projectId", "workflowId", "contactId", status, "currentStepId", "readyAt", now()
+          `INSERT INTO "WorkflowExecution"(id, "projectId", "workflowId", "workflowVersionId", "contactId", status, "currentStepId", "readyAt", "updatedAt")
+           SELECT gen_random_uuid(), "projectId", "workflowId", "workflowVersionId", "contactId", status, "currentStepId", "readyAt", now()
              FROM "WorkflowExecution" WHERE id = $1::uuid`,
         ],
         [[], [exec('stalled')]],
@@ -85,8 +85,8 @@ describe('each invariant query fires on a hand-made violation', () => {
         [
           `DROP INDEX "WorkflowExecution_workflowId_sourceEventId_key"`,
           `DROP INDEX "WorkflowExecution_active_workflowId_contactId_key"`,
-          `INSERT INTO "WorkflowExecution"(id, "projectId", "workflowId", "contactId", status, "sourceEventId", "finishedAt", "updatedAt")
-           SELECT gen_random_uuid(), "projectId", "workflowId", "contactId", 'COMPLETED', "sourceEventId", now(), now()
+          `INSERT INTO "WorkflowExecution"(id, "projectId", "workflowId", "workflowVersionId", "contactId", status, "sourceEventId", "finishedAt", "updatedAt")
+           SELECT gen_random_uuid(), "projectId", "workflowId", "workflowVersionId", "contactId", 'COMPLETED', "sourceEventId", now(), now()
              FROM "WorkflowExecution" WHERE "sourceEventId" IS NOT NULL AND "projectId" = $1::uuid LIMIT 1`,
         ],
         [[], [], [run.projectId]],
@@ -217,5 +217,22 @@ describe('each invariant query fires on a hand-made violation', () => {
 
   it('I8: an email given up on with no GIVE_UP entry', async () => {
     expect(await violated([`DELETE FROM "AuditEntry" WHERE "targetId" = $1 AND action = 'repair.GIVE_UP'`], [[run.messages.mailGivenUp]])).toEqual({ I8: 1 });
+  });
+
+  it('I9: an active execution, and its step row, at a step its version does not have (a step of another workflow)', async () => {
+    // The composite foreign key refuses the execution's half while it is in place. The
+    // step row moves with the execution (else I6 fires too), and each of the two counts.
+    const foreignStep = `(SELECT s.id FROM "WorkflowStep" s JOIN "WorkflowExecution" x ON x.id = $1::uuid
+                            WHERE s."workflowId" <> x."workflowId" ORDER BY s.id LIMIT 1)`;
+    expect(
+      await violated(
+        [
+          `ALTER TABLE "WorkflowExecution" DROP CONSTRAINT "WorkflowExecution_step_in_version_fkey"`,
+          `UPDATE "StepExecution" SET "stepId" = ${foreignStep} WHERE "executionId" = $1::uuid AND status IN ('PENDING', 'RUNNING', 'WAITING')`,
+          `UPDATE "WorkflowExecution" SET "currentStepId" = ${foreignStep} WHERE id = $1::uuid`,
+        ],
+        [[], [exec('stalled')], [exec('stalled')]],
+      ),
+    ).toEqual({ I9: 2 });
   });
 });

@@ -59,6 +59,7 @@ describe('invariant queries on a healthy run', () => {
       I6: null,
       I7: null,
       I8: null,
+      I9: null,
     });
     // An index of the same name that does not enforce the same thing proves nothing.
     const replaced = [

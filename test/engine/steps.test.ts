@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { readField, renderTemplate, runStep, type StepInput } from '../../server/engine/steps';
+import { renderTemplate, templateScope } from '../../server/common/templates';
+import { readField, runStep, type StepInput } from '../../server/engine/steps';
 
 const contact = { email: 'ann@example.com', data: { plan: 'pro', visits: 7, tags: ['a', 'b'], address: { city: 'Oslo' } }, subscribed: true };
 const context = { order: { total: 120 }, trigger: { name: 'purchase' } };
@@ -78,6 +79,6 @@ describe('step types', () => {
   it('reads nested fields and renders placeholders defensively', () => {
     expect(readField('contact.data.address.city', { contact, context })).toBe('Oslo');
     expect(readField('contact.data.plan.length', { contact, context })).toBeUndefined();
-    expect(renderTemplate('{{ context.trigger.name }}/{{context.order}}', { contact, context })).toBe('purchase/{"total":120}');
+    expect(renderTemplate('{{ context.trigger.name }}/{{context.order}}', templateScope({ contact, context }))).toBe('purchase/{"total":120}');
   });
 });

@@ -34,10 +34,11 @@ beforeAll(async () => {
     await t.query(`INSERT INTO "Contact"(id, "projectId", email) SELECT gen_random_uuid(), $1, 'c' || g || '@example.com' FROM generate_series(1, 700) g`, [p]);
     // One kind per execution (by a hash of g); startedAt in groups of three equal instants.
     await t.query(
-      `WITH w AS (SELECT array_agg(id ORDER BY name) ids FROM "Workflow" WHERE "projectId" = $1),
+      `WITH w AS (SELECT array_agg(w.id ORDER BY w.name) ids, array_agg(v.id ORDER BY w.name) versions
+                      FROM "Workflow" w JOIN "WorkflowVersion" v ON v."workflowId" = w.id AND v.number = 1 WHERE w."projectId" = $1),
             c AS (SELECT array_agg(id ORDER BY email) ids FROM "Contact" WHERE "projectId" = $1),
             x AS (
-              SELECT g, gen_random_uuid() AS id, w.ids[1 + g % 3] AS wid, c.ids[1 + g / 3] AS contact,
+              SELECT g, gen_random_uuid() AS id, w.ids[1 + g % 3] AS wid, w.versions[1 + g % 3] AS vid, c.ids[1 + g / 3] AS contact,
                      date_trunc('milliseconds', now()) - (g / 3) * interval '1 minute' AS started,
                      CASE WHEN b < 25 THEN 'COMPLETED' WHEN b < 31 THEN 'OVERDUE' WHEN b < 34 THEN 'OVERDUE_SOON'
                           WHEN b < 38 THEN 'WAITING' WHEN b < 42 THEN 'CONTINUATION' WHEN b < 44 THEN 'CONTINUATION_SOON'
@@ -47,12 +48,12 @@ beforeAll(async () => {
                           ELSE 'EXITED' END AS kind
                 FROM generate_series(1, 1800) g
                 CROSS JOIN LATERAL (SELECT (g * 7919) % 100 AS b) bb, w, c)
-       INSERT INTO "WorkflowExecution"(id, "projectId", "workflowId", "contactId", status, "currentStepId", "readyAt", "startedAt", "updatedAt", "finishedAt")
-       SELECT x.id, $1, x.wid, x.contact,
+       INSERT INTO "WorkflowExecution"(id, "projectId", "workflowId", "workflowVersionId", "contactId", status, "currentStepId", "readyAt", "startedAt", "updatedAt", "finishedAt")
+       SELECT x.id, $1, x.wid, x.vid, x.contact,
               (CASE WHEN kind LIKE 'OVERDUE%' OR kind LIKE 'CONTINUATION%' OR kind = 'WAITING' THEN 'WAITING'
                     WHEN kind IN ('MISSING', 'MISSING_RETRY', 'READY_SOON', 'LEASE', 'LEASED', 'ELSEWHERE') THEN 'RUNNING'
                     WHEN kind LIKE 'FAILED%' THEN 'FAILED' ELSE kind END)::"ExecutionStatus",
-              (SELECT s.id FROM "WorkflowStep" s WHERE s."workflowId" = x.wid
+              (SELECT s.id FROM "WorkflowStep" s WHERE s."versionId" = x.vid
                   AND s.key = CASE WHEN kind = 'COMPLETED' THEN 'thanks' WHEN kind = 'EXITED' THEN 'reminder'
                                    WHEN kind IN ('OVERDUE', 'OVERDUE_SOON', 'WAITING', 'CONTINUATION', 'CONTINUATION_SOON', 'ELSEWHERE', 'CANCELLED') THEN 'wait'
                                    ELSE 'hello' END),
@@ -74,7 +75,7 @@ beforeAll(async () => {
     INSERT INTO "StepExecution"(id, "executionId", "stepId", status, attempt, "leaseExpiresAt", "dueAt", "resolvedBy", "resolvedAt", "startedAt", "finishedAt")
     SELECT gen_random_uuid(), e.id, s.id,
            (CASE WHEN s.id <> e."currentStepId" THEN
-                   CASE WHEN e.status = 'RUNNING' AND e."currentStepId" = (SELECT id FROM "WorkflowStep" WHERE "workflowId" = e."workflowId" AND key = 'wait')
+                   CASE WHEN e.status = 'RUNNING' AND e."currentStepId" = (SELECT id FROM "WorkflowStep" WHERE "versionId" = e."workflowVersionId" AND key = 'wait')
                         THEN 'RUNNING' ELSE 'COMPLETED' END
                  WHEN e.status = 'WAITING' THEN 'WAITING'
                  WHEN e.status = 'FAILED' THEN CASE WHEN hashtext(e.id::text) % 3 = 0 THEN 'COMPLETED' ELSE 'FAILED' END
@@ -89,7 +90,7 @@ beforeAll(async () => {
                 THEN now() - CASE WHEN hashtext(e.id::text) % 2 = 0 THEN interval '1 minute' ELSE interval '2 hours' END END,
            e."startedAt", NULL
       FROM "WorkflowExecution" e
-      JOIN "WorkflowStep" s ON s."workflowId" = e."workflowId"
+      JOIN "WorkflowStep" s ON s."versionId" = e."workflowVersionId"
      WHERE s.key IN ('start', 'hello', 'wait') AND (s.key <> 'wait' OR e."currentStepId" = s.id)
        AND NOT (s.id = e."currentStepId" AND e."readyAt" < now() AND hashtext(e.id::text) % 2 = 0 AND e.status = 'RUNNING' AND e."readyAt" < now() - interval '1 hour' - interval '25 minutes')`);
   // Emails: most sent; some failed, some left SENDING by a dead sender (or still within

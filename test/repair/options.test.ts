@@ -48,6 +48,7 @@ describe('repair.options', () => {
     const allowed = Object.fromEntries(options.actions.map((a) => [a.action, a.plan.allowed]));
     expect(allowed).toEqual({
       RESUME_CONTINUATION: false,
+      MIGRATE: false,
       FORCE_TIMEOUT: true,
       DELIVER_EVENT: true,
       RETRY_STEP: false,

@@ -28,6 +28,9 @@ const graph: WorkflowGraph = {
   trigger: 'MANUAL',
   triggerEvent: null,
   allowReentry: true,
+  versionId: 'v1',
+  versionNumber: 1,
+  latestVersion: 1,
   triggerStepId: 'start',
   steps: new Map(
     [step('start', 'TRIGGER'), step('mail', 'SEND_EMAIL'), step('wait', 'WAIT_FOR_EVENT'), step('pause', 'DELAY'), step('last', 'SEND_EMAIL')].map((s) => [s.id, s]),
@@ -55,6 +58,8 @@ function snapshot(s: State): ExecutionSnapshot {
     id: 'x',
     projectId: 'p',
     workflowId: 'wf',
+    workflowVersionId: graph.versionId,
+    workflowVersionNumber: graph.versionNumber,
     workflowName: graph.name,
     contactId: 'c',
     contactEmail: 'c@example.com',

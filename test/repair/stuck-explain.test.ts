@@ -33,10 +33,11 @@ beforeAll(async () => {
   // ones never collide on I1. Statuses by range of g.
   for (const p of [projectId, noise]) {
     await t.query(
-      `WITH w AS (SELECT array_agg(id ORDER BY id) ids FROM "Workflow" WHERE "projectId" = $1),
+      `WITH w AS (SELECT array_agg(w.id ORDER BY w.id) ids, array_agg(v.id ORDER BY w.id) versions
+                    FROM "Workflow" w JOIN "WorkflowVersion" v ON v."workflowId" = w.id AND v.number = 1 WHERE w."projectId" = $1),
             c AS (SELECT array_agg(id ORDER BY id) ids FROM "Contact" WHERE "projectId" = $1)
-       INSERT INTO "WorkflowExecution"(id, "projectId", "workflowId", "contactId", status, "startedAt", "updatedAt", "finishedAt", "readyAt")
-       SELECT gen_random_uuid(), $1, w.ids[1 + g % 25], c.ids[1 + (g / 25) % 2000],
+       INSERT INTO "WorkflowExecution"(id, "projectId", "workflowId", "workflowVersionId", "contactId", status, "startedAt", "updatedAt", "finishedAt", "readyAt")
+       SELECT gen_random_uuid(), $1, w.ids[1 + g % 25], w.versions[1 + g % 25], c.ids[1 + (g / 25) % 2000],
               (CASE WHEN g < 46000 THEN 'COMPLETED' WHEN g < 48000 THEN 'WAITING' WHEN g < 49000 THEN 'RUNNING' ELSE 'FAILED' END)::"ExecutionStatus",
               now() - (g || ' seconds')::interval, now(),
               CASE WHEN g < 46000 OR g >= 49000 THEN now() END,
@@ -49,7 +50,7 @@ beforeAll(async () => {
   await t.query(`
     UPDATE "WorkflowExecution" e SET "currentStepId" = s.id
       FROM "WorkflowStep" s
-     WHERE s."workflowId" = e."workflowId"
+     WHERE s."versionId" = e."workflowVersionId"
        AND s.key = CASE WHEN e.status IN ('WAITING') THEN 'wait' WHEN e.status = 'COMPLETED' THEN 'thanks' ELSE 'hello' END`);
   await t.query(`
     INSERT INTO "StepExecution"(id, "executionId", "stepId", status, "dueAt", "resolvedBy", "resolvedAt", "leaseExpiresAt", "startedAt", "finishedAt")
@@ -149,10 +150,12 @@ describe('a page of stuck items in a backlog of 30,000', () => {
     );
     await t.query(
       `WITH c AS (SELECT id, row_number() OVER (ORDER BY id) AS n FROM "Contact" WHERE "projectId" = $1),
-            st AS (SELECT (SELECT id FROM "WorkflowStep" WHERE "workflowId" = $2 AND key = 'wait') AS wait,
-                          (SELECT id FROM "WorkflowStep" WHERE "workflowId" = $2 AND key = 'hello') AS hello)
-       INSERT INTO "WorkflowExecution"(id, "projectId", "workflowId", "contactId", status, "currentStepId", "startedAt", "updatedAt", "finishedAt", "readyAt")
-       SELECT gen_random_uuid(), $1, $2, c.id,
+            v AS (SELECT id FROM "WorkflowVersion" WHERE "workflowId" = $2 AND number = 1),
+            st AS (SELECT v.id AS version,
+                          (SELECT id FROM "WorkflowStep" WHERE "versionId" = v.id AND key = 'wait') AS wait,
+                          (SELECT id FROM "WorkflowStep" WHERE "versionId" = v.id AND key = 'hello') AS hello FROM v)
+       INSERT INTO "WorkflowExecution"(id, "projectId", "workflowId", "workflowVersionId", "contactId", status, "currentStepId", "startedAt", "updatedAt", "finishedAt", "readyAt")
+       SELECT gen_random_uuid(), $1, $2, st.version, c.id,
               (CASE WHEN c.n <= 12000 THEN 'WAITING' WHEN c.n <= 20000 THEN 'RUNNING' ELSE 'FAILED' END)::"ExecutionStatus",
               CASE WHEN c.n <= 12000 THEN st.wait ELSE st.hello END,
               now() - c.n * interval '3 seconds', now(),

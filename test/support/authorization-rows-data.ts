@@ -3,6 +3,12 @@ import { enroll } from '../../server/engine/enrollment';
 import { waitWorkflow } from './fixtures';
 import { type MatrixRow, unique, uuid, ok, refused, emailsOf, type Row } from './authorization-cells';
 
+/** The matrix's own workflow ("own waits", waitWorkflow) with its first email's subject changed: a version 2 to publish. */
+function matrixDefinition() {
+  const { steps, transitions } = waitWorkflow();
+  return { steps: steps.map((s) => (s.key === 'hello' ? { ...s, config: { ...s.config, subject: 'Hello again {{contact.email}}' } } : s)), transitions };
+}
+
 // The matrix's rows for a project's data: health, contacts, workflows, enrollments,
 // events, waits, executions and the overview.
 export const DATA_ROWS: Record<string, MatrixRow> = {
@@ -89,6 +95,78 @@ export const DATA_ROWS: Record<string, MatrixRow> = {
     input: (own) => ({ id: own.workflowId, enabled: true }),
     foreign: (other) => [{ id: other.workflowId, enabled: false }],
     answer: (reply, own, _input, cell) => expect(ok(reply, cell), cell).toEqual({ id: own.workflowId, enabled: true }),
+  },
+
+  'workflows.versions': {
+    minimum: 'VIEWER',
+    input: (own) => ({ workflowId: own.workflowId }),
+    foreign: (other) => [{ workflowId: other.workflowId }],
+    answer: (reply, _own, _input, cell) => {
+      const versions = ok(reply, cell);
+      expect(versions.items.length, cell).toBeGreaterThanOrEqual(1);
+      expect(versions.items.at(-1), cell).toMatchObject({ number: 1, stepCount: 5 });
+    },
+  },
+  'workflows.publishPreview': {
+    minimum: 'MARKETER',
+    input: (own) => ({ workflowId: own.workflowId, basedOnVersion: 1, definition: matrixDefinition() }),
+    foreign: (other) => [{ workflowId: other.workflowId, basedOnVersion: 1, definition: matrixDefinition() }],
+    answer: (reply, _own, _input, cell) => {
+      expect(ok(reply, cell), cell).toMatchObject({ ok: true, basedOnVersion: 1, diff: { added: [], removed: [], changed: [{ key: 'hello', fields: ['config.subject'] }] } });
+    },
+  },
+  'workflows.publish': {
+    minimum: 'MARKETER',
+    // Each allowed cell publishes over version 1: the first one wins, every later one is
+    // told the version is stale (a refusal of the procedure's own, past authorization).
+    input: (own) => ({ workflowId: own.workflowId, basedOnVersion: 1, definition: matrixDefinition() }),
+    foreign: (other) => [{ workflowId: other.workflowId, basedOnVersion: 1, definition: matrixDefinition() }],
+    answer: (reply, _own, _input, cell) => {
+      if (reply.status === 409) return refused(reply, cell, 409, 'CONFLICT', 'VERSION_CONFLICT');
+      expect(ok(reply, cell), cell).toMatchObject({ version: 2 });
+    },
+  },
+  'workflows.saveDraft': {
+    minimum: 'MARKETER',
+    input: (own) => ({ workflowId: own.workflowId, basedOnVersion: 1, definition: matrixDefinition() }),
+    foreign: (other) => [{ workflowId: other.workflowId, basedOnVersion: 1, definition: matrixDefinition() }],
+    answer: (reply, _own, _input, cell) => expect(ok(reply, cell), cell).toMatchObject({ savedAt: expect.anything() }),
+  },
+  'workflows.discardDraft': {
+    minimum: 'MARKETER',
+    input: (own) => ({ workflowId: own.workflowId }),
+    foreign: (other) => [{ workflowId: other.workflowId }],
+    answer: (reply, _own, _input, cell) => expect(typeof ok(reply, cell).discarded, cell).toBe('boolean'),
+  },
+
+  'templates.preview': {
+    minimum: 'VIEWER',
+    input: (own) => ({ subject: 'Hi {{contact.email}}', body: 'Body {{contact.nope}}', contactId: own.contactId }),
+    foreign: (other) => [{ subject: 'Hi', body: 'Body', contactId: other.contactId }],
+    answer: (reply, own, _input, cell) => {
+      expect(ok(reply, cell), cell).toEqual({
+        subject: `Hi ${own.contactEmail}`,
+        body: 'Body ',
+        contact: { id: own.contactId, email: own.contactEmail },
+        issues: [],
+      });
+    },
+  },
+  'templates.testSend': {
+    minimum: 'MARKETER',
+    input: (own) => ({ subject: 'Hi {{contact.email}}', body: 'Body', contactId: own.contactId }),
+    foreign: (other) => [{ subject: 'Hi', body: 'Body', contactId: other.contactId }],
+    // To the signed-in person's own address; an API key has none.
+    answer: (reply, own, _input, cell) => {
+      if (cell.endsWith(' key')) return refused(reply, cell, 400, 'BAD_REQUEST');
+      expect(ok(reply, cell), cell).toMatchObject({
+        to: `${cell.split(' ')[0]!.toLowerCase()}@own.example.com`,
+        subject: `[Test] Hi ${own.contactEmail}`,
+        body: 'Body',
+        contact: { id: own.contactId, email: own.contactEmail },
+        providerId: expect.any(String),
+      });
+    },
   },
 
   'enrollments.enroll': {

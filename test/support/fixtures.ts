@@ -83,9 +83,19 @@ export async function workflowFrom(db: Db, projectId: string, input: WorkflowInp
   return createWorkflow(db, projectId, input);
 }
 
-export async function stepId(db: Db, workflowId: string, key: string): Promise<string> {
-  const step = await db.workflowStep.findFirstOrThrow({ where: { workflowId, key } });
+/** The id of the step `key` of the workflow's version `versionNumber` (default: its newest version). */
+export async function stepId(db: Db, workflowId: string, key: string, versionNumber?: number): Promise<string> {
+  const step = await db.workflowStep.findFirstOrThrow({
+    where: { workflowId, key, ...(versionNumber === undefined ? {} : { workflowVersion: { number: versionNumber } }) },
+    orderBy: { workflowVersion: { number: 'desc' } },
+  });
   return step.id;
+}
+
+/** The id of the workflow's version `number` (default 1: every workflow createWorkflow makes has it). */
+export async function versionId(db: Db, workflowId: string, number = 1): Promise<string> {
+  const version = await db.workflowVersion.findUniqueOrThrow({ where: { workflowId_number: { workflowId, number } } });
+  return version.id;
 }
 
 /** An execution enrolled and driven to its first wait (waitWorkflow's WAIT_FOR_EVENT), as a worker would. */

@@ -64,7 +64,7 @@ export function ExecutionDetail({ id, role }: { id: string; role: Role }) {
             {data.id.slice(0, 8)}
           </span>
         </Fact>
-        <Fact label="Version">
+        <Fact label="State version">
           <span className="tabular-nums" title="The compare-and-swap fence: every state change increments it">
             v{data.version}
           </span>
@@ -79,6 +79,21 @@ export function ExecutionDetail({ id, role }: { id: string; role: Role }) {
           <Link href={`/executions?workflowId=${data.workflowId}`} className="text-sky-700 hover:underline" title="All executions of this workflow">
             {data.workflowName}
           </Link>
+        </Fact>
+        <Fact label="Runs on">
+          <Link
+            href={`/workflows/${data.workflowId}?version=${data.workflowVersion}`}
+            className="text-sky-700 tabular-nums hover:underline"
+            data-testid="execution-workflow-version"
+            title={`The graph this execution follows: version ${data.workflowVersion} of the workflow (docs/versions.md)`}
+          >
+            version {data.workflowVersion} of {data.latestVersion}
+          </Link>
+          {data.workflowVersion < data.latestVersion && (
+            <span className="ml-1.5 text-[11px] text-amber-800" title="A later version exists; an operator may move the execution to it (Repair → Move to version)">
+              not the latest
+            </span>
+          )}
         </Fact>
         <Fact label="Started">
           <RelativeTime at={data.startedAt} />

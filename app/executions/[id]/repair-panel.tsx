@@ -14,6 +14,11 @@ import { atLeast, type Role } from '@/server/common/roles';
 
 const first = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);
 
+/** MIGRATE refusals the operator clears in the dialog (server/repair/plan-migrate.ts). */
+const CHOOSABLE = ['STEP_GONE', 'MAPPED_STEP_GONE', 'RESEND'];
+/** MIGRATE refusals that only say there is no later version to move to. */
+const ON_LATEST = ['NOT_LATER', 'NO_VERSION'];
+
 /**
  * The repairs of one execution (operators and owners): the actions its current state
  * allows, each with what it would do now, and its emails whose fate waits for a person.
@@ -68,8 +73,12 @@ function OperatorRepairPanel({ executionId, version, actorLabel }: { executionId
   };
 
   const data = options.data;
-  const allowed = data?.actions.filter((a) => a.plan.allowed) ?? [];
-  const refused = data?.actions.filter((a) => !a.plan.allowed) ?? [];
+  // MIGRATE refused for want of a choice (a step map, a re-send consent) is offered: its
+  // dialog asks for the choice. On the latest version already it is not listed at all.
+  const offered = (a: { action: string; plan: { allowed: boolean; migrationRefusal?: string } }) =>
+    a.plan.allowed || (a.action === 'MIGRATE' && CHOOSABLE.includes(a.plan.migrationRefusal ?? ''));
+  const allowed = data?.actions.filter(offered) ?? [];
+  const refused = data?.actions.filter((a) => !offered(a) && !(a.action === 'MIGRATE' && ON_LATEST.includes(a.plan.migrationRefusal ?? ''))) ?? [];
   const emails = data?.messages ?? [];
   const count = allowed.length + emails.reduce((n, m) => n + m.actions.filter((a) => a.plan.allowed).length, 0);
 
@@ -112,7 +121,13 @@ function OperatorRepairPanel({ executionId, version, actorLabel }: { executionId
                   {REPAIR_ACTION_TEXT[action].label}…
                 </button>
                 <div className="min-w-0 text-xs leading-5 text-zinc-600">
-                  <p>{first(plan.change)}.</p>
+                  {plan.allowed ? (
+                    <p>{first(plan.change)}.</p>
+                  ) : (
+                    <p>
+                      <span className="font-medium text-amber-800">Needs a choice:</span> {plan.refusal}.
+                    </p>
+                  )}
                   {action === 'DELIVER_EVENT' && data && (
                     <label className="mt-1 flex items-center gap-1.5">
                       <span className="shrink-0">with</span>

@@ -1,6 +1,6 @@
 'use client';
 
-import { useQuery } from '@tanstack/react-query';
+import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import Link from 'next/link';
 import { usePathname, useSearchParams } from 'next/navigation';
 import { useCallback, useMemo } from 'react';
@@ -11,6 +11,9 @@ import { useTRPC } from '../../_trpc/client';
 import type { StepCounts, WorkflowDetail } from '../_components/definition';
 import { EnabledSwitch } from '../_components/enabled-switch';
 import { WorkflowGraph } from '../_components/workflow-graph';
+import { PublishedNotice } from './published-notice';
+import { versionOfSearch } from './version-param';
+import { VersionHistory } from './version-history';
 
 const STEP_TYPE_LABEL: Record<string, string> = {
   TRIGGER: 'Trigger',
@@ -25,12 +28,26 @@ const STEP_TYPE_LABEL: Record<string, string> = {
 const actionClass =
   'rounded px-2.5 py-1 text-xs font-medium text-zinc-700 ring-1 ring-zinc-300 hover:bg-zinc-100 focus-visible:outline-2 focus-visible:outline-sky-600';
 
-export function WorkflowDetailView({ id, mayWrite }: { id: string; mayWrite: boolean }) {
+export function WorkflowDetailView({ id, mayWrite, mayRepair }: { id: string; mayWrite: boolean; mayRepair: boolean }) {
   const trpc = useTRPC();
-  const { data, error, dataUpdatedAt, isFetching } = useQuery(trpc.workflows.get.queryOptions({ id }, { refetchInterval: LIVE_REFRESH_MS }));
-  // The open step lives in the URL (?step=<key>), so a link can point at it.
+  // The version shown lives in the URL (?version=N; none: the latest), as the open step does.
   const search = useSearchParams();
   const pathname = usePathname();
+  const asked = versionOfSearch(search).value;
+  const { data, error, dataUpdatedAt, isFetching, isPlaceholderData } = useQuery(
+    // Switching versions keeps the graph drawn until the other version is in: nothing jumps.
+    trpc.workflows.get.queryOptions(asked !== undefined ? { id, version: asked } : { id }, { refetchInterval: LIVE_REFRESH_MS, placeholderData: keepPreviousData }),
+  );
+  const hrefFor = useCallback(
+    (version: number, latest: boolean) => {
+      const params = new URLSearchParams(search.toString());
+      if (latest) params.delete('version');
+      else params.set('version', String(version));
+      const query = params.toString();
+      return query ? `${pathname}?${query}` : pathname;
+    },
+    [search, pathname],
+  );
   const selected = search.get('step');
   const select = useCallback(
     (key: string | null) => {
@@ -48,7 +65,12 @@ export function WorkflowDetailView({ id, mayWrite }: { id: string; mayWrite: boo
   if (error && !data) {
     return (
       <div role="alert" className="rounded-md border border-zinc-200 bg-white px-4 py-6 text-zinc-600">
-        {error.data?.code === 'NOT_FOUND' ? 'No such workflow in this project.' : `Could not load the workflow: ${error.message}`}{' '}
+        {error.data?.code === 'NOT_FOUND' ? (asked !== undefined ? `${error.message} ` : 'No such workflow in this project.') : `Could not load the workflow: ${error.message}`}{' '}
+        {asked !== undefined && error.data?.code === 'NOT_FOUND' && (
+          <Link href={pathname} className="mr-2 font-medium text-zinc-900 underline">
+            The latest version
+          </Link>
+        )}
         <Link href="/workflows" className="font-medium text-zinc-900 underline">
           All workflows
         </Link>
@@ -63,8 +85,11 @@ export function WorkflowDetailView({ id, mayWrite }: { id: string; mayWrite: boo
     );
   }
   const step = data.steps.find((s) => s.key === selected) ?? null;
+  const shown = data.version.number;
+  const isLatest = shown === data.latestVersion;
   return (
     <div className="space-y-3">
+      {!isPlaceholderData && <PublishedNotice id={id} version={shown} mayRepair={mayRepair} />}
       <header className="flex flex-wrap items-start gap-x-6 gap-y-2">
         <div className="min-w-0">
           <h1 className="text-lg font-semibold tracking-tight">{data.name}</h1>
@@ -80,6 +105,30 @@ export function WorkflowDetailView({ id, mayWrite }: { id: string; mayWrite: boo
             {data.allowReentry ? 're-entry allowed' : 'once per contact'} · {data.steps.length} steps · created <RelativeTime at={data.createdAt} />
           </p>
           {data.description && <p className="mt-0.5 max-w-3xl text-zinc-600">{data.description}</p>}
+          <p className="mt-1 flex flex-wrap items-center gap-x-2 gap-y-1 text-xs" data-testid="version-shown">
+            <span className={`rounded px-1.5 py-0.5 font-semibold ring-1 ${isLatest ? 'bg-emerald-50 text-emerald-900 ring-emerald-200' : 'bg-amber-50 text-amber-900 ring-amber-200'}`}>
+              Version {shown}
+              {isLatest ? ' · latest' : ` of ${data.latestVersion} · read-only, not the latest`}
+            </span>
+            <span className="text-zinc-500">
+              published by {data.version.publishedBy} <RelativeTime at={data.version.publishedAt} />
+            </span>
+            {!isLatest && (
+              <Link href={hrefFor(data.latestVersion, true)} className="font-medium text-sky-700 hover:underline">
+                Show the latest (version {data.latestVersion})
+              </Link>
+            )}
+            {isPlaceholderData && (
+              <span role="status" className="text-zinc-500">
+                loading version {asked ?? 'latest'}…
+              </span>
+            )}
+            {data.draft && (
+              <span className="text-zinc-500" data-testid="draft-info">
+                Draft in progress, saved <RelativeTime at={data.draft.updatedAt} /> by {data.draft.updatedBy} (from version {data.draft.basedOnVersion})
+              </span>
+            )}
+          </p>
         </div>
         <div className="ml-auto flex flex-wrap items-center gap-3">
           <EnabledSwitch id={data.id} name={data.name} enabled={data.enabled} mayWrite={mayWrite} />
@@ -88,6 +137,9 @@ export function WorkflowDetailView({ id, mayWrite }: { id: string; mayWrite: boo
           </Link>
           {mayWrite && (
             <>
+              <Link href={`/workflows/${data.id}/edit`} className="rounded bg-zinc-900 px-2.5 py-1 text-xs font-medium text-white hover:bg-zinc-700 focus-visible:outline-2 focus-visible:outline-offset-2 focus-visible:outline-sky-600">
+                {data.draft ? 'Edit (continue the draft)' : 'Edit'}
+              </Link>
               {/* Not prefetched: the CSV enrollment page is its own slice of the console. */}
               <Link href={`/enroll?workflow=${data.id}`} prefetch={false} className={actionClass}>
                 Enroll contacts from CSV
@@ -103,7 +155,7 @@ export function WorkflowDetailView({ id, mayWrite }: { id: string; mayWrite: boo
       <div className="flex flex-col gap-3 xl:flex-row xl:items-start">
         <div className="min-w-0 flex-1">
           <Panel
-            title="Steps"
+            title={isLatest ? 'Steps' : `Steps of version ${shown}`}
             labelledBy="graph-heading"
             summary={
               <span className="text-xs text-zinc-500">
@@ -122,7 +174,7 @@ export function WorkflowDetailView({ id, mayWrite }: { id: string; mayWrite: boo
             />
           </Panel>
         </div>
-        <aside className="w-full shrink-0 xl:sticky xl:top-14 xl:w-80">
+        <aside className="w-full shrink-0 space-y-3 xl:sticky xl:top-14 xl:max-h-[calc(100vh-4.5rem)] xl:w-80 xl:overflow-y-auto">
           {step ? (
             <StepPanel workflow={data} step={step} onClose={() => select(null)} />
           ) : (
@@ -130,6 +182,7 @@ export function WorkflowDetailView({ id, mayWrite }: { id: string; mayWrite: boo
               Click a step (or Tab to it and press Enter) to see its config and the executions at it.
             </div>
           )}
+          <VersionHistory id={id} shown={isPlaceholderData ? (asked ?? null) : shown} hrefFor={hrefFor} />
         </aside>
       </div>
     </div>

@@ -62,7 +62,7 @@ export default async function NewWorkflowPage({ searchParams }: { searchParams: 
         </Breadcrumb>
         <PageHeading title={source ? `Duplicate “${source.name}”` : 'New workflow'}>
           A workflow is its JSON definition: steps and the transitions between them. It is checked as you type, exactly as the server will check it, and
-          drawn beside the editor. Workflows are immutable once created; to change one, duplicate it.
+          drawn beside the editor. It becomes version 1; later versions are edited on the workflow's page (Edit) and published over it.
         </PageHeading>
         {sourceError && (
           <p role="alert" className="rounded border border-amber-200 bg-amber-50 px-3 py-2 text-amber-900">

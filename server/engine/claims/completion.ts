@@ -110,7 +110,7 @@ export async function advanceExecutions(db: RawDb, completions: Completion[]): P
              "updatedAt" = now()
         FROM v
        WHERE ${executionStillClaimed(batchClaimColumns)}
-      RETURNING e.id, e.version, e."projectId", e."contactId", e."workflowId", e."currentStepId", e.context,
+      RETURNING e.id, e.version, e."projectId", e."contactId", e."workflowId", e."workflowVersionId", e."currentStepId", e.context,
                 v."stepExecutionId", v."claimToken", v.output, v.elapsed, v.chain, v."contactSet", v."contactDrop",
                 v."messageTo", v."messageSubject", v."messageBody"
     ), step AS (
@@ -143,7 +143,7 @@ export async function advanceExecutions(db: RawDb, completions: Completion[]): P
     )
     SELECT exec.id AS "executionId", exec.version, EXISTS (SELECT 1 FROM message WHERE message."executionId" = exec.id) AS "messageQueued",
            next.id AS "stepExecutionId", next."claimToken", next.attempt, exec."currentStepId" AS "stepId",
-           exec."projectId", exec."workflowId", exec."contactId", exec.context,
+           exec."projectId", exec."workflowId", exec."workflowVersionId", exec."contactId", exec.context,
            c.email AS "contactEmail", COALESCE(contact.data, c.data) AS "contactData", c.subscribed AS "contactSubscribed"
       FROM exec
       LEFT JOIN next ON next."executionId" = exec.id

@@ -30,6 +30,8 @@ export async function readExecutionState(db: RawDb, executionId: string): Promis
 export interface NewExecutions {
   projectId: string;
   workflowId: string;
+  /** The version they enroll on (the latest at enrollment); firstStepId is its TRIGGER. */
+  workflowVersionId: string;
   firstStepId: string;
   /** The workflow forbids re-entry: each (workflow, contact) may have one execution ever. */
   enrollOnce: boolean;
@@ -49,9 +51,9 @@ export async function insertExecutions(db: RawDb, e: NewExecutions): Promise<{ i
   return db.$queryRaw<{ id: string; contactId: string }[]>`
     -- insertExecutions
     INSERT INTO "WorkflowExecution"
-           (id, "projectId", "workflowId", "contactId", status, "currentStepId", context,
+           (id, "projectId", "workflowId", "workflowVersionId", "contactId", status, "currentStepId", context,
             "sourceEventId", "enrollOnce", "readyAt", "startedAt", "updatedAt")
-    SELECT gen_random_uuid(), ${e.projectId}::uuid, ${e.workflowId}::uuid, u.contact,
+    SELECT gen_random_uuid(), ${e.projectId}::uuid, ${e.workflowId}::uuid, ${e.workflowVersionId}::uuid, u.contact,
            'RUNNING', ${e.firstStepId}::uuid, u.context::jsonb, u.source, ${e.enrollOnce}, now(), now(), now()
       FROM unnest(${e.rows.map((r) => r.contactId)}::uuid[],
                   ${e.rows.map((r) => JSON.stringify(r.context))}::text[],
@@ -74,6 +76,8 @@ export interface StepClaim {
   attempt: number;
   projectId: string;
   workflowId: string;
+  /** The version whose graph the execution runs on: the worker reads that graph (docs/versions.md). */
+  workflowVersionId: string;
   contactId: string;
   context: Record<string, unknown>;
   contactEmail: string;
@@ -113,7 +117,7 @@ function claimedStepRows(leaseSeconds: number, owner: string | null): Prisma.Sql
       ${stepRowClaim(leaseSeconds, owner)}
     )
     SELECT exec.id AS "executionId", exec.version, exec."currentStepId" AS "stepId", exec."projectId",
-           exec."workflowId", exec."contactId", exec.context,
+           exec."workflowId", exec."workflowVersionId", exec."contactId", exec.context,
            step.id AS "stepExecutionId", step."claimToken", step.attempt,
            c.email AS "contactEmail", c.data AS "contactData", c.subscribed AS "contactSubscribed"
       FROM exec
@@ -160,7 +164,7 @@ export async function claimReadySteps(
              "updatedAt" = now()
         FROM picked
        WHERE e.id = picked.id AND e.status = 'RUNNING'
-      RETURNING e.id, e.version, e."currentStepId", e."projectId", e."workflowId", e."contactId", e.context
+      RETURNING e.id, e.version, e."currentStepId", e."projectId", e."workflowId", e."workflowVersionId", e."contactId", e.context
     ), ${claimedStepRows(opts.leaseSeconds, opts.owner ?? null)}`;
   return splitClaims(rows);
 }
@@ -182,7 +186,7 @@ export async function claimStep(
              "readyAt" = ${secondsFromNow(opts.leaseSeconds)},
              "updatedAt" = now()
        WHERE e.id = ${opts.executionId}::uuid AND e.version = ${opts.expectedVersion} AND e.status = 'RUNNING'
-      RETURNING e.id, e.version, e."currentStepId", e."projectId", e."workflowId", e."contactId", e.context
+      RETURNING e.id, e.version, e."currentStepId", e."projectId", e."workflowId", e."workflowVersionId", e."contactId", e.context
     ), ${claimedStepRows(opts.leaseSeconds, opts.owner ?? null)}`;
   if (rows.length === 0) return { won: false, current: await readExecutionState(db, opts.executionId) };
   const { claims, unclaimable } = splitClaims(rows);

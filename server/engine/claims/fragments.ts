@@ -124,7 +124,7 @@ export const bumpExecutionsOfResolvedWaits = Prisma.sql`exec AS (
          SET version = e.version + 1, "updatedAt" = now()
         FROM w
        WHERE e.id = w."executionId" AND e.status = 'WAITING' AND e."currentStepId" = w."stepId"
-      RETURNING e.id, e.version, e."workflowId"
+      RETURNING e.id, e.version, e."workflowId", e."workflowVersionId"
     )`;
 
 // ---------------------------------------------------------------------------

@@ -14,7 +14,7 @@
 // One file per table and audience: execution.ts (enroll, claim a step, keep its lease),
 // completion.ts (advance, park, fail a claimed step), waits.ts (event, timer and operator
 // resolving a wait; the continuation), outbox.ts (tracked events and queued emails),
-// operator.ts (server/repair's claims), fragments.ts (the SQL pieces several statements
+// operator.ts (server/repair's claims), migration.ts (moving an execution to another version), fragments.ts (the SQL pieces several statements
 // share: the completion fence, intervals, the event channel, the operators' guards) and
 // result.ts (Won and Lost, what every claim answers). The first comment line of each function names the invariant it protects;
 // its SQL opens with `-- <function name>`, so pg_stat_activity and lock waits say which
@@ -28,3 +28,4 @@ export * from './completion';
 export * from './waits';
 export * from './outbox';
 export * from './operator';
+export * from './migration';

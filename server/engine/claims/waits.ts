@@ -17,6 +17,8 @@ export interface WaitClaim {
   stepExecutionId: string;
   stepId: string;
   workflowId: string;
+  /** The version whose graph the continuation follows. */
+  workflowVersionId: string;
   resolvedBy: WaitResolver;
   branch: string | null;
 }
@@ -84,7 +86,7 @@ export async function claimWait(
          AND (${opts.expectedVersion ?? null}::int IS NULL OR locked.version = ${opts.expectedVersion ?? null}::int)
       RETURNING s.id, s."executionId", s."stepId", s."resolvedBy", s."resolvedBranch"
     ), ${bumpExecutionsOfResolvedWaits}
-    SELECT exec.id AS "executionId", exec.version, w.id AS "stepExecutionId", w."stepId", exec."workflowId",
+    SELECT exec.id AS "executionId", exec.version, w.id AS "stepExecutionId", w."stepId", exec."workflowId", exec."workflowVersionId",
            w."resolvedBy"::text AS "resolvedBy", w."resolvedBranch" AS branch
       FROM w JOIN exec ON exec.id = w."executionId"`;
   if (rows[0]) return { won: true, wait: rows[0] };
@@ -204,7 +206,7 @@ export async function claimWaitsForEvent(
          AND locked.status = 'WAITING' AND locked."currentStepId" = s."stepId"
       RETURNING s.id, s."executionId", s."stepId"
     ), ${bumpExecutionsOfResolvedWaits}
-    SELECT exec.id AS "executionId", exec.version, w.id AS "stepExecutionId", w."stepId", exec."workflowId",
+    SELECT exec.id AS "executionId", exec.version, w.id AS "stepExecutionId", w."stepId", exec."workflowId", exec."workflowVersionId",
            'EVENT' AS "resolvedBy", 'EVENT' AS branch, ${event.id}::uuid AS "resumeEventId"
       FROM w JOIN exec ON exec.id = w."executionId"`;
 }
@@ -278,7 +280,7 @@ export async function claimDueWaits(db: RawDb, opts: { stepExecutionIds: string[
        WHERE s.id = due.id AND s.status = 'WAITING' AND s."resolvedBy" IS NULL
       RETURNING s.id, s."executionId", s."stepId", s."resolvedBy", s."resolvedBranch", s."resumeEventId"
     ), ${bumpExecutionsOfResolvedWaits}
-    SELECT exec.id AS "executionId", exec.version, w.id AS "stepExecutionId", w."stepId", exec."workflowId",
+    SELECT exec.id AS "executionId", exec.version, w.id AS "stepExecutionId", w."stepId", exec."workflowId", exec."workflowVersionId",
            w."resolvedBy"::text AS "resolvedBy", w."resolvedBranch" AS branch,
            ev.id AS "eventId", ev.name AS "eventName", ev.data AS "eventData", ev."createdAt" AS "eventAt"
       FROM w JOIN exec ON exec.id = w."executionId"
@@ -322,7 +324,7 @@ export async function advanceFromWait(
          AND e.status = 'WAITING' AND e."currentStepId" = ${opts.waitStepId}::uuid
          AND EXISTS (SELECT 1 FROM "StepExecution" s
                       WHERE s.id = ${opts.stepExecutionId}::uuid AND s.status = 'WAITING' AND s."resolvedBy" IS NOT NULL)
-      RETURNING e.id, e.version, e."currentStepId", e."projectId", e."workflowId", e."contactId", e.context
+      RETURNING e.id, e.version, e."currentStepId", e."projectId", e."workflowId", e."workflowVersionId", e."contactId", e.context
     ), step AS (
       UPDATE "StepExecution" s
          SET status = 'COMPLETED', "finishedAt" = now(),
@@ -335,7 +337,7 @@ export async function advanceFromWait(
       ${stepRowClaim(chain?.leaseSeconds ?? 0, chain?.owner ?? null, Prisma.sql`${chain !== null}`)}
     )
     SELECT exec.id AS "executionId", exec.version, exec."currentStepId" AS "stepId", exec."projectId",
-           exec."workflowId", exec."contactId", exec.context,
+           exec."workflowId", exec."workflowVersionId", exec."contactId", exec.context,
            next.id AS "stepExecutionId", next."claimToken", next.attempt,
            c.email AS "contactEmail", c.data AS "contactData", c.subscribed AS "contactSubscribed"
       FROM exec
@@ -353,6 +355,7 @@ export interface PendingContinuation {
   stepExecutionId: string;
   stepId: string;
   workflowId: string;
+  workflowVersionId: string;
   branch: string | null;
   resumeEventId: string | null;
 }
@@ -364,7 +367,7 @@ export async function findPendingContinuations(
 ): Promise<PendingContinuation[]> {
   return db.$queryRaw<PendingContinuation[]>`
     -- findPendingContinuations
-    SELECT e.id AS "executionId", e.version, s.id AS "stepExecutionId", s."stepId", e."workflowId",
+    SELECT e.id AS "executionId", e.version, s.id AS "stepExecutionId", s."stepId", e."workflowId", e."workflowVersionId",
            s."resolvedBranch" AS branch, s."resumeEventId"
       FROM "StepExecution" s
       JOIN "WorkflowExecution" e ON e.id = s."executionId"

@@ -77,12 +77,13 @@ export async function executionDetail(db: DbTx, s: StuckScope, id: string) {
   >`
     -- executionDetail
     SELECT e.id, e."workflowId", w.name AS "workflowName", e."contactId", c.email AS "contactEmail",
-           e.status::text AS status, e.version, e."currentStepId",
+           e.status::text AS status, e.version, v.number AS "workflowVersion", w."latestVersion", e."currentStepId",
            ws.key AS "stepKey", ws.name AS "stepName", ws.type::text AS "stepType",
            e."startedAt", e."updatedAt", e."finishedAt", e."exitReason", e."lastError", e.context, e."sourceEventId",
            e."readyAt", e."enrollOnce"
       FROM "WorkflowExecution" e
       JOIN "Workflow" w ON w.id = e."workflowId"
+      JOIN "WorkflowVersion" v ON v.id = e."workflowVersionId"
       JOIN "Contact" c ON c.id = e."contactId"
       LEFT JOIN "WorkflowStep" ws ON ws.id = e."currentStepId"
      WHERE e.id = ${id}::uuid AND e."projectId" = ${projectId}::uuid`;

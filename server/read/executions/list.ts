@@ -25,6 +25,10 @@ export interface ExecutionListItem {
   contactEmail: string;
   status: string;
   version: number;
+  /** The number of the workflow version the execution runs on (docs/versions.md). */
+  workflowVersion: number;
+  /** The workflow's newest published version: an execution on an older one may be moved (MIGRATE). */
+  latestVersion: number;
   currentStepId: string | null;
   stepKey: string | null;
   stepName: string | null;
@@ -107,11 +111,12 @@ export function executionListQuery(f: ExecutionFilter): Prisma.Sql {
   const columns = Prisma.sql`
     -- listExecutions
     SELECT e.id, e."workflowId", w.name AS "workflowName", e."contactId", c.email AS "contactEmail",
-           e.status::text AS status, e.version, e."currentStepId",
+           e.status::text AS status, e.version, v.number AS "workflowVersion", w."latestVersion", e."currentStepId",
            ws.key AS "stepKey", ws.name AS "stepName", ws.type::text AS "stepType",
            e."startedAt", e."updatedAt", e."finishedAt", e."exitReason", e."lastError"`;
   const joins = Prisma.sql`
       JOIN "Workflow" w ON w.id = e."workflowId"
+      JOIN "WorkflowVersion" v ON v.id = e."workflowVersionId"
       JOIN "Contact" c ON c.id = e."contactId"
       LEFT JOIN "WorkflowStep" ws ON ws.id = e."currentStepId"`;
   const limit = Prisma.sql`LIMIT ${f.limit + 1}::int`;

@@ -42,9 +42,25 @@ function requireTarget(
  */
 const ignoreInWindowEvents = z.boolean().optional();
 
-function choicesFit(input: { action: string; ignoreInWindowEvents?: boolean | undefined }, ctx: z.RefinementCtx) {
+/** MIGRATE's choices (server/repair/plan-migrate.ts): the version to move to (default the latest), keys mapped, re-sends accepted. */
+const stepKey = z.string().trim().min(1).max(64).regex(/^[a-z0-9_-]+$/, 'a step key: lower-case letters, digits, _ and - only');
+const migrateChoices = {
+  toVersion: z.number().int().min(1).max(1_000_000).optional(),
+  stepMap: z.record(stepKey, stepKey).refine((m) => Object.keys(m).length <= 100, 'at most 100 mapped steps').optional(),
+  allowResend: z.boolean().optional(),
+};
+
+function choicesFit(
+  input: { action: string; ignoreInWindowEvents?: boolean | undefined; toVersion?: number | undefined; stepMap?: Record<string, string> | undefined; allowResend?: boolean | undefined },
+  ctx: z.RefinementCtx,
+) {
   if (input.ignoreInWindowEvents !== undefined && input.action !== 'FORCE_TIMEOUT') {
     ctx.addIssue({ code: 'custom', message: 'ignoreInWindowEvents goes with FORCE_TIMEOUT only', path: ['ignoreInWindowEvents'] });
+  }
+  for (const key of ['toVersion', 'stepMap', 'allowResend'] as const) {
+    if (input[key] !== undefined && input.action !== 'MIGRATE') {
+      ctx.addIssue({ code: 'custom', message: `${key} goes with MIGRATE only`, path: [key] });
+    }
   }
 }
 
@@ -61,6 +77,7 @@ export const previewInput = z
     /** REDRIVE_EVENT: the event; DELIVER_EVENT: optionally, the event to deliver. */
     eventId: id.optional(),
     ignoreInWindowEvents,
+    ...migrateChoices,
   })
   .superRefine(requireTarget)
   .superRefine(choicesFit);
@@ -80,6 +97,7 @@ export const applyInput = z
     reason,
     eventId: id.optional(),
     ignoreInWindowEvents,
+    ...migrateChoices,
   })
   .superRefine(requireTarget)
   .superRefine(choicesFit);
@@ -96,13 +114,15 @@ const bulkFilter = z
     /** With a reason: one stuck group's normalised error (null: items without an error). */
     errorPattern: errorPattern.nullable().optional(),
     status: z.enum(['RUNNING', 'WAITING', 'FAILED']).optional(),
+    /** The active executions standing at this step (a step of one version): what MIGRATE moves from the publish dialog. */
+    atStep: id.optional(),
     executionIds: z.array(id).min(1).max(BULK_MAX).optional(),
     /** The executions a list's filters select (executions.list's filters, without paging): the Executions page's "repair matching". */
     executions: executionFilterInput.optional(),
   })
   .superRefine((f, ctx) => {
-    if (!f.reason && !f.status && !f.executionIds && !f.executions) {
-      ctx.addIssue({ code: 'custom', message: 'select by a stuck reason, a status, execution ids or an executions filter', path: ['reason'] });
+    if (!f.reason && !f.status && !f.executionIds && !f.executions && !f.atStep) {
+      ctx.addIssue({ code: 'custom', message: 'select by a stuck reason, a status, a step (atStep), execution ids or an executions filter', path: ['reason'] });
     }
     if (f.executions && (f.reason || f.status || f.executionIds || f.workflowId)) {
       ctx.addIssue({ code: 'custom', message: 'an executions filter selects on its own (its workflowId is inside it)', path: ['executions'] });
@@ -118,6 +138,7 @@ const bulkFields = {
   action: oneAction,
   reason,
   ignoreInWindowEvents,
+  ...migrateChoices,
 };
 
 function bulkActionFits(input: { filter: { reason?: string | undefined }; action: string }, ctx: z.RefinementCtx) {

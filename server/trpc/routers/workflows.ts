@@ -1,22 +1,94 @@
 import { TRPCError } from '@trpc/server';
+import { ZodError } from 'zod';
 import { createWorkflowAudited, setWorkflowEnabled } from '../../engine/workflows';
+import { discardDraft, publishVersion, saveDraft } from '../../engine/versions';
 import { listWorkflows, workflowDetail } from '../../read/workflows';
+import { countDiff, listVersions, publishPreview } from '../../read/workflow-versions';
+import { actorLabel, actorLabels } from '../../read/actors';
 import { stuckScope } from '../scope';
 import { acting } from '../audit';
 import { conflictError, marketerProcedure, router, viewerProcedure } from '../trpc';
-import { createWorkflowInput, getWorkflowInput, setWorkflowEnabledInput } from './workflows.schema';
+import {
+  createWorkflowInput,
+  discardDraftInput,
+  getWorkflowInput,
+  publishInput,
+  saveDraftInput,
+  setWorkflowEnabledInput,
+  workflowVersionsInput,
+} from './workflows.schema';
 
 const NOT_FOUND = () => new TRPCError({ code: 'NOT_FOUND', message: 'No such workflow in this project.' });
+
+/** A definition that breaks the graph rules: BAD_REQUEST with zod issues at paths under `definition`. */
+function invalidDefinition(error: ZodError): TRPCError {
+  const issues = error.issues.map((issue) => ({ ...issue, path: ['definition', ...issue.path] }));
+  return new TRPCError({ code: 'BAD_REQUEST', message: 'The definition cannot be published: fix the issues listed.', cause: new ZodError(issues) });
+}
 
 export const workflowsRouter = router({
   /** The project's workflows with their step count and how many executions are in each status (as of countsAsOf, null: now). */
   list: viewerProcedure.query(({ ctx }) => listWorkflows(ctx.db, stuckScope(ctx.actor.projectId))),
 
-  /** A workflow's graph, with how many active executions stand at each step right now. */
+  /** A workflow's graph at one version (default: the latest), with how many active executions stand at each step right now. */
   get: viewerProcedure.input(getWorkflowInput).query(async ({ ctx, input }) => {
-    const workflow = await workflowDetail(ctx.db, { ...stuckScope(ctx.actor.projectId, input.id), workflowId: input.id });
-    if (!workflow) throw NOT_FOUND();
+    const workflow = await workflowDetail(ctx.db, { ...stuckScope(ctx.actor.projectId, input.id), workflowId: input.id, version: input.version });
+    if (!workflow) {
+      throw new TRPCError({ code: 'NOT_FOUND', message: input.version ? `No version ${input.version} of such a workflow in this project.` : 'No such workflow in this project.' });
+    }
     return workflow;
+  }),
+
+  /** The workflow's published versions, newest first: who published each and when, its steps, its active executions. */
+  versions: viewerProcedure.input(workflowVersionsInput).query(async ({ ctx, input }) => {
+    const versions = await listVersions(ctx.db, ctx.actor.projectId, input.workflowId);
+    if (!versions) throw NOT_FOUND();
+    return versions;
+  }),
+
+  /**
+   * What publishing `definition` over `basedOnVersion` would change, with the executions
+   * at each removed or changed step; writes nothing. A mutation only so the definition
+   * travels in the body (a query's input is in the URL, too short for a workflow).
+   */
+  publishPreview: marketerProcedure.input(publishInput).mutation(async ({ ctx, input }) => {
+    const preview = await publishPreview(ctx.db, ctx.actor.projectId, input);
+    if (preview.ok) return preview;
+    if (preview.reason === 'INVALID') throw invalidDefinition(preview.error);
+    if (preview.reason === 'VERSION_NOT_FOUND') throw new TRPCError({ code: 'NOT_FOUND', message: `This workflow has no version ${input.basedOnVersion}.` });
+    throw NOT_FOUND();
+  }),
+
+  /**
+   * Publish the next version. basedOnVersion must be the latest: otherwise CONFLICT
+   * { reason: 'VERSION_CONFLICT', current: { number, publishedBy, publishedAt }, diff }
+   * and nothing is written. Executions keep the version they run on (docs/versions.md).
+   */
+  publish: marketerProcedure.input(publishInput).mutation(async ({ ctx, input }) => {
+    const result = await publishVersion(ctx.db, acting(ctx.actor), input);
+    if (result.ok) return { version: result.version, diff: await countDiff(ctx.db, input.workflowId, result.diff) };
+    if (result.reason === 'INVALID') throw invalidDefinition(result.error);
+    if (result.reason === 'WORKFLOW_NOT_FOUND') throw NOT_FOUND();
+    const labels = await actorLabels(ctx.db, ctx.actor.projectId, [result.current.publishedBy]);
+    const current = { ...result.current, publishedBy: actorLabel(labels, result.current.publishedBy) };
+    throw conflictError(
+      { reason: 'VERSION_CONFLICT', current, diff: result.diff },
+      `Version ${current.number} was published by ${current.publishedBy} at ${current.publishedAt.toISOString()} since you started from version ${input.basedOnVersion}: nothing was published. Review its changes and edit from version ${current.number}.`,
+    );
+  }),
+
+  /** Keep the editor's draft (one per workflow); it never affects a version or an execution. */
+  saveDraft: marketerProcedure.input(saveDraftInput).mutation(async ({ ctx, input }) => {
+    const result = await saveDraft(ctx.db, acting(ctx.actor), input);
+    if (!result.ok) throw NOT_FOUND();
+    return { savedAt: result.savedAt };
+  }),
+
+  /** Drop the workflow's draft, if it has one. */
+  discardDraft: marketerProcedure.input(discardDraftInput).mutation(async ({ ctx, input }) => {
+    const result = await discardDraft(ctx.db, acting(ctx.actor), input.workflowId);
+    if (!result.ok) throw NOT_FOUND();
+    return { discarded: result.discarded };
   }),
 
   /**

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Actor } from '../../../server/auth/actor';
 import { actorFor } from '../../support/callers';
-import { createContact, createProject, delayWorkflow, waitWorkflow, workflowFrom } from '../../support/fixtures';
+import { createContact, createProject, delayWorkflow, versionId, waitWorkflow, workflowFrom } from '../../support/fixtures';
 import { t, otherProjectId, outsider, as, expectCode, runWorkers, setUpRouterTests } from './support';
 
 setUpRouterTests();
@@ -18,13 +18,16 @@ describe('executions', () => {
     me = actorFor(project, 'OPERATOR');
     workflowA = (await workflowFrom(t.db, project, waitWorkflow({ name: 'A' }))).id;
     workflowB = (await workflowFrom(t.db, project, delayWorkflow(3600, { name: 'B' }))).id;
+    const versionOf = { [workflowA]: await versionId(t.db, workflowA), [workflowB]: await versionId(t.db, workflowB) };
     // Ten executions a second apart, alternating workflows; the newest last.
     for (let i = 0; i < 10; i++) {
       const contact = await createContact(t.db, project, `person${i}@example.com`);
+      const workflowId = i % 2 === 0 ? workflowA : workflowB;
       const { id } = await t.db.workflowExecution.create({
         data: {
           projectId: project,
-          workflowId: i % 2 === 0 ? workflowA : workflowB,
+          workflowId,
+          workflowVersionId: versionOf[workflowId]!,
           contactId: contact.id,
           status: i < 6 ? 'COMPLETED' : 'EXITED',
           startedAt: new Date(Date.UTC(2026, 1, 1, 0, 0, i)),
