@@ -221,7 +221,7 @@ test('bulk repair: FORCE_TIMEOUT over 200 overdue executions of one group shows 
   const invariants = await trpcQuery<{ id: string; violations: number }[]>(page.request, 'health.invariants', undefined);
   expect(invariants.filter((i) => i.violations > 0)).toEqual([]);
   await page.goto('/');
-  await expect(page.getByRole('region', { name: 'Invariants' }).getByText('All 8 hold')).toBeVisible();
+  await expect(page.getByRole('region', { name: 'Invariants' }).getByText('All 9 hold')).toBeVisible();
   await page.goto(`/stuck?workflowId=${workflow.id}`);
   await expect(page.getByTestId('stuck-empty')).toContainText('Nothing is stuck here');
   expect(errors).toEqual([]);
