@@ -1,4 +1,4 @@
-import { ZodError } from 'zod';
+import type { ZodError } from 'zod';
 import { transaction, type Db, type DbTx, type RawDb } from '../db';
 import { writeAudit, type Acting } from './audit';
 import { stepConfigSchemas } from '../common/workflow-definition';
@@ -157,11 +157,6 @@ export function publishVersion(db: Db, by: Acting, input: PublishInput): Promise
     });
     return { ok: true, version: won.latestVersion, diff };
   });
-}
-
-/** The INVALID result as the ZodError tRPC reports (paths into the definition). */
-export function isInvalid(result: PublishResult): result is { ok: false; reason: 'INVALID'; error: ZodError } {
-  return !result.ok && result.reason === 'INVALID';
 }
 
 export type DraftResult = { ok: true; savedAt: Date } | { ok: false; reason: 'WORKFLOW_NOT_FOUND' };

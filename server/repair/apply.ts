@@ -21,6 +21,7 @@ import { notifyWorkers } from '../engine/wakeup';
 import type { Conflict } from './explain';
 import type { ActiveExecutionConflict, Plan, RepairAction } from './planner';
 import type { EventSnapshot, ExecutionSnapshot } from './snapshot';
+import { waitSeconds } from './plan-migrate';
 import { IN_WINDOW_EVENTS, type RepairRequest } from './target';
 import type { RepairBusy } from './transaction';
 
@@ -193,7 +194,6 @@ export const migrate: ExecutionApplier = async ({ db, tx, ctx, req, target: exec
   if (typeof eventName === 'string') await lockEventChannel(tx, { contactId: execution.contactId, eventName });
   const toGraph = execution.migration!.to!.graph;
   const toNode = toGraph.steps.get(move.toStep.id)!;
-  const dueSeconds = toNode.type === 'DELAY' ? toNode.config.seconds : toNode.type === 'WAIT_FOR_EVENT' ? toNode.config.timeoutSeconds : null;
   const claim = await migrateExecution(tx, {
     executionId: execution.id,
     expectedVersion: req.expectedVersion,
@@ -202,7 +202,7 @@ export const migrate: ExecutionApplier = async ({ db, tx, ctx, req, target: exec
     toVersionId: toGraph.versionId,
     toStepId: toNode.id,
     keepWait: move.keepsWait,
-    dueSeconds: typeof dueSeconds === 'number' ? dueSeconds : null,
+    dueSeconds: waitSeconds(toNode.config, toNode.type),
     note: `moved to version ${move.toVersion} step "${move.toStep.key}" by ${req.actor}: ${req.reason}`,
   });
   if (!claim.won) return { kind: 'LOST', current: claim.current };

@@ -1,5 +1,5 @@
 import { stepByKey, type StepNode, type WorkflowGraph } from '../engine/workflow-graph';
-import { refuse, type ExecutionPlanner, type MigrationPlan, type MigrationRefusal, type Plan } from './planner';
+import { heldByLiveWorker, refuse, when, type ExecutionPlanner, type MigrationPlan, type MigrationRefusal, type Plan } from './planner';
 import type { ExecutionSnapshot, StepSummary } from './snapshot';
 
 // Planning MIGRATE, pure like the other planners (test/repair/plan-migrate.test.ts): may
@@ -39,7 +39,8 @@ export function emailsReachable(graph: WorkflowGraph, from: string): string[] {
   return keys;
 }
 
-const seconds = (config: Record<string, unknown>, type: string): number | null => {
+/** How long a step of this type waits (a DELAY's seconds, a WAIT_FOR_EVENT's timeout), or null for a step that does not wait. */
+export const waitSeconds = (config: Record<string, unknown>, type: string): number | null => {
   const value = type === 'DELAY' ? config.seconds : type === 'WAIT_FOR_EVENT' ? config.timeoutSeconds : null;
   return typeof value === 'number' ? value : null;
 };
@@ -50,12 +51,6 @@ function sameWait(from: StepNode, to: StepNode): boolean {
   if (from.type === 'DELAY') return true;
   return from.type === 'WAIT_FOR_EVENT' && from.config.eventName === to.config.eventName;
 }
-
-function heldByLiveWorker(execution: ExecutionSnapshot, now: Date): boolean {
-  return execution.stepRow?.status === 'RUNNING' && !!execution.stepRow.leaseExpiresAt && execution.stepRow.leaseExpiresAt >= now;
-}
-
-const when = (d: Date) => d.toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
 
 export const planMigrate: ExecutionPlanner = (execution, graph, now, choices = {}): Plan => {
   const { step, stepRow: row, migration } = execution;
@@ -97,7 +92,7 @@ export const planMigrate: ExecutionPlanner = (execution, graph, now, choices = {
 
   const waiting = execution.status === 'WAITING';
   const keepsWait = waiting && sameWait(fromNode, toNode);
-  const dueSeconds = keepsWait ? seconds(toNode.config, toNode.type) : null;
+  const dueSeconds = keepsWait ? waitSeconds(toNode.config, toNode.type) : null;
   const start = migration.waitStartedAt;
   const after = keepsWait && start && dueSeconds !== null ? new Date(start.getTime() + dueSeconds * 1000) : null;
   const sent = new Set(migration.sentKeys);

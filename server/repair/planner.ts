@@ -98,7 +98,8 @@ export const ACTION_CLAIMS = {
 
 const PLAIN_NEXT_TYPES = ['TRIGGER', 'SEND_EMAIL', 'DELAY', 'UPDATE_CONTACT'];
 
-function heldByLiveWorker(execution: ExecutionSnapshot, now: Date): boolean {
+/** The execution's current step is held by a worker whose lease has not run out. */
+export function heldByLiveWorker(execution: ExecutionSnapshot, now: Date): boolean {
   return execution.stepRow?.status === 'RUNNING' && !!execution.stepRow.leaseExpiresAt && execution.stepRow.leaseExpiresAt >= now;
 }
 
@@ -171,7 +172,8 @@ export const planResumeContinuation: ExecutionPlanner = (execution, graph) => {
   };
 };
 
-const when = (d: Date) => d.toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
+/** A time as operators read it in a plan: "2026-12-06 10:00:00 UTC". */
+export const when = (d: Date) => d.toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
 
 /** "the "purchase" event accepted 2026-12-06 10:00:00 UTC", and how many more. */
 function describeEvents(events: InWindowEvent[]): string {

@@ -2,7 +2,7 @@ import { Prisma, type DbTx } from '../db';
 import { executionIsActive } from '../engine/claims/fragments';
 import type { WorkflowGraph } from '../engine/workflow-graph';
 import { readEventsResumingWait } from '../engine/claims';
-import { loadVersionGraph } from '../engine/graphs';
+import { loadVersionGraph, versionIdOf } from '../engine/graphs';
 import type { RepairAction, RepairChoices } from './planner';
 import type { EventSnapshot, ExecutionSnapshot, MigrationContext } from './snapshot';
 import { stuckReasonsOf } from '../stuck/predicates';
@@ -64,17 +64,16 @@ export async function loadTarget(
 
 /** MIGRATE's context: the version to move to (default the latest) with its graph, the keys of emails already sent, the wait's start. */
 export async function loadMigration(db: DbTx, execution: ExecutionSnapshot, toVersion: number | undefined): Promise<MigrationContext> {
-  const [row] = await db.$queryRaw<{ versionId: string | null; sentKeys: string[]; waitStartedAt: Date | null }[]>`
+  const versionId = await versionIdOf(db, execution.workflowId, toVersion);
+  const [row] = await db.$queryRaw<{ sentKeys: string[]; waitStartedAt: Date | null }[]>`
     -- loadMigration
-    SELECT (SELECT v.id FROM "WorkflowVersion" v JOIN "Workflow" w ON w.id = v."workflowId"
-             WHERE v."workflowId" = ${execution.workflowId}::uuid AND v.number = COALESCE(${toVersion ?? null}::int, w."latestVersion")) AS "versionId",
-           ARRAY(SELECT DISTINCT ws.key FROM "Message" m
+    SELECT ARRAY(SELECT DISTINCT ws.key FROM "Message" m
                    JOIN "StepExecution" s ON s.id = m."stepExecutionId"
                    JOIN "WorkflowStep" ws ON ws.id = s."stepId"
                   WHERE m."executionId" = ${execution.id}::uuid) AS "sentKeys",
            (SELECT s."startedAt" FROM "StepExecution" s WHERE s.id = ${execution.stepRow?.id ?? null}::uuid) AS "waitStartedAt"`;
   return {
-    to: row?.versionId ? await loadVersionGraph(db, row.versionId).then((graph) => ({ number: graph.versionNumber, graph })) : null,
+    to: versionId ? await loadVersionGraph(db, versionId).then((graph) => ({ number: graph.versionNumber, graph })) : null,
     sentKeys: row?.sentKeys ?? [],
     waitStartedAt: row?.waitStartedAt ?? null,
   };
