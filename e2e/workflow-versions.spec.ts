@@ -1,5 +1,5 @@
-import path from 'node:path';
 import { expect, test, type Locator, type Page } from '@playwright/test';
+import { screenshots, watchErrors } from './page-support';
 import { DEMO, signedIn } from './sign-in';
 import { trpcMutation, trpcQuery } from './staging';
 
@@ -12,24 +12,7 @@ import { trpcMutation, trpcQuery } from './staging';
 // published which version, and loads it without losing its edits. Screenshots of the
 // editor and the dialogs at 1280 and 1440 pixels wide.
 
-const shot = (name: string) => path.join(import.meta.dirname, 'screenshots', `${name}.png`);
-
 test.describe.configure({ mode: 'serial' });
-
-function watchErrors(page: Page): string[] {
-  const errors: string[] = [];
-  page.on('pageerror', (error) => errors.push(error.stack ?? error.message));
-  page.on('console', (message) => message.type() === 'error' && errors.push(`${message.text()} (${message.location().url})`));
-  return errors;
-}
-
-async function screenshots(page: Page, name: string, fullPage = true) {
-  for (const width of [1280, 1440]) {
-    await page.setViewportSize({ width, height: 900 });
-    await page.waitForTimeout(400);
-    await page.screenshot({ path: shot(`${name}-${width}`), fullPage });
-  }
-}
 
 /** Press at the middle of one element, let go at the middle of another, through the pointer's path. */
 async function drag(page: Page, from: Locator, to: Locator) {
@@ -69,6 +52,8 @@ const DEFINITION = {
     { from: 'pause', to: 'followup', branch: null },
   ],
 };
+
+type Step = (typeof DEFINITION.steps)[number];
 
 let workflowId = '';
 
@@ -179,7 +164,22 @@ test('edit on the canvas, review the diff with the executions at the removed ste
 });
 
 test('two tabs based on the same version: the first publishes, the second is refused with who published what, and loads it keeping its edits', async ({ browser }) => {
-  test.skip(!workflowId, 'needs the workflow of the test before');
+  // A workflow of its own, at version 2 (the first test's result, published through the API).
+  const marketer = await signedIn(browser, DEMO.MARKETER, '/workflows');
+  const { id: workflowId } = await trpcMutation<{ id: string }>(marketer.request, 'workflows.create', { ...DEFINITION, name: `${NAME} tabs` });
+  const [start, hello, , followup] = DEFINITION.steps as [Step, Step, Step, Step];
+  await trpcMutation(marketer.request, 'workflows.publish', {
+    workflowId,
+    basedOnVersion: 1,
+    definition: {
+      steps: [start, { ...hello, config: { ...hello.config, subject: 'Welcome, {{contact.firstName}}!' } }, followup],
+      transitions: [
+        { from: 'start', to: 'hello', branch: null },
+        { from: 'hello', to: 'followup', branch: null },
+      ],
+    },
+  });
+  await marketer.context().close();
   const first = await signedIn(browser, DEMO.MARKETER, `/workflows/${workflowId}/edit`);
   const second = await first.context().newPage();
   await second.goto(`/workflows/${workflowId}/edit`);
