@@ -6,7 +6,7 @@
 // the copy in Next.js's production build, and the build has its own copy per route bundle
 // (app/api/trpc and app/api/v1 are separate bundles); `next dev` evaluates modules again on
 // every hot reload. A module-level value exists once per copy: two database clients and
-// pools, two sets of rate-limit counters (each counting only what its copy served), two caches of console
+// pools, two rate-limit insurances (each counting only what its copy served), two caches of console
 // figures going stale apart, two NOTIFY spacings. Kept here, on globalThis under a
 // Symbol.for key (the same symbol in every copy of this module), each is made once per
 // process, by whichever copy asks first.
@@ -22,7 +22,9 @@ export type ProcessSingletonKey =
   | 'db'
   /** server/db/registry.ts: the pools under createDb's clients, and the names of prepared statements. */
   | 'db.prepared'
-  /** server/http/rate-limits.ts: the API's per-key, per-session and per-address counters. */
+  /** server/db/rate-counter.ts: the counters of the shared request limits, one per pool (with their in-memory insurance). */
+  | 'db.rateCounters'
+  /** server/http/rate-limits.ts: the API's per-key, per-session and per-address limits. */
   | 'http.apiRateLimits'
   /** server/read/figures.ts: console figures parsed, by key, and the refreshes under way. */
   | 'read.figures.parsed'

@@ -1,6 +1,7 @@
 import { betterAuth } from 'better-auth';
 import { prismaAdapter } from 'better-auth/adapters/prisma';
-import type { Db } from '../db';
+import { poolOf, type Db } from '../db';
+import { rateCounterFor } from '../db/rate-counter';
 import { env, EnvError, type Env } from '../env';
 import { AUTH_COOKIE_PREFIX, HOST_COOKIE_PREFIX } from '../common/cookies';
 
@@ -8,7 +9,8 @@ import { AUTH_COOKIE_PREFIX, HOST_COOKIE_PREFIX } from '../common/cookies';
 // row in PostgreSQL and an httpOnly SameSite=Lax cookie holding only the session token.
 // Accounts are made by the CLI or by an owner (members.add), never by a visitor: sign-up
 // is off. Sign-in is rate limited per client IP, because a password is the only thing
-// standing between the internet and a project's contacts.
+// standing between the internet and a project's contacts: counted in PostgreSQL
+// (server/db/rate-counter.ts), so several web processes enforce one limit.
 
 
 /** Wrong passwords a client IP may try in SIGN_IN_WINDOW_SECONDS before getting 429. */
@@ -79,9 +81,19 @@ export function createAuth(db: Db, settings: AuthSettings) {
       customRules: {
         '/sign-in/email': { window: SIGN_IN_WINDOW_SECONDS, max: SIGN_IN_MAX_ATTEMPTS },
       },
-      // Counters live in this process: one web process per machine today. A deployment with
-      // several web instances multiplies the allowance by their number (docs/operations.md, "The web tier").
-      storage: 'memory',
+      // Counted in PostgreSQL with the API's limits (server/db/rate-counter.ts: one upsert,
+      // fixed windows on the database's clock, an in-memory insurance while PostgreSQL does
+      // not answer), so every web process enforces the one limit. Not better-auth's own
+      // 'database' storage: it reads, then updates with conditions, then reads again (up to
+      // four statements through the Prisma adapter per request), on each process's clock.
+      customStorage: {
+        async consume(key, rule) {
+          const pool = poolOf(db);
+          if (!pool) throw new Error('sign-in limits need a database client made by createDb');
+          const refusal = await rateCounterFor(pool).take([{ key: `auth:${key}`, limit: rule.max, windowSeconds: rule.window }], 1);
+          return refusal ? { allowed: false, retryAfter: Math.max(1, Math.ceil(refusal.retryAfterMs / 1000)) } : { allowed: true, retryAfter: null };
+        },
+      },
     },
     advanced: {
       // Over https (PUBLIC_URL), __Host-waypost.session_token: the browser then only accepts

@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
-import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import type pg from 'pg';
 import { SESSION_COOKIE_NAMES } from '../common/cookies';
+import { db, poolOf } from '../db';
+import { rateCounterFor, type RateBucket, type SharedRateCounter } from '../db/rate-counter';
 import { env, type Env } from '../env';
 import { processSingleton } from '../process-registry';
 
@@ -9,14 +11,13 @@ import { processSingleton } from '../process-registry';
 // A request is charged to its address (the only bucket of a caller without credentials,
 // and an outer bound for everyone, so that inventing a new key or cookie per request buys
 // no fresh allowance) and to the key or session it presents. Buckets are keyed by a hash
-// of the credential as sent, before any database lookup: a flood costs no queries, and a
-// made-up credential only spends its address's allowance.
+// of the credential as sent, before any database lookup: a made-up credential only spends
+// its address's allowance.
 //
-// The counters live in this process's memory. `npm start` runs one web process, so that
-// is every request; a deployment with several web processes multiplies the limits by
-// their number (docs/operations.md, "The web tier"). The two API routes are separate bundles in a Next.js
-// build, and scripts/web.ts has a copy of its own, so the counters are kept once per
-// process (server/process-registry.ts), one set for all.
+// The counters live in PostgreSQL (server/db/rate-counter.ts: one upsert per request for
+// both buckets), so every web process behind a load balancer enforces the one limit, not
+// one each. When PostgreSQL does not answer, each process counts in its own memory until it
+// does (the insurance; docs/deploy.md, "Shared limits").
 
 export type RateLimitedScope = 'key' | 'session' | 'address';
 
@@ -36,38 +37,42 @@ export interface RateLimitSubject {
 
 type Limits = Pick<Env, 'RATE_LIMIT_PER_KEY' | 'RATE_LIMIT_PER_SESSION' | 'RATE_LIMIT_PER_ADDRESS'>;
 
-export class ApiRateLimits {
-  private readonly limiters: Record<RateLimitedScope, { limit: number; limiter: RateLimiterMemory } | null>;
+const WINDOW_SECONDS = 60;
 
-  constructor(limits: Limits) {
-    const make = (limit: number) => (limit > 0 ? { limit, limiter: new RateLimiterMemory({ points: limit, duration: 60 }) } : null);
-    this.limiters = { key: make(limits.RATE_LIMIT_PER_KEY), session: make(limits.RATE_LIMIT_PER_SESSION), address: make(limits.RATE_LIMIT_PER_ADDRESS) };
+export class ApiRateLimits {
+  private readonly limits: Record<RateLimitedScope, number>;
+
+  /** `counter`: where the calls are counted (the process's database by default), asked on first use. */
+  constructor(limits: Limits, private readonly counter: () => SharedRateCounter = () => rateCounterFor(processPool())) {
+    this.limits = { key: limits.RATE_LIMIT_PER_KEY, session: limits.RATE_LIMIT_PER_SESSION, address: limits.RATE_LIMIT_PER_ADDRESS };
   }
 
   /** Charge `calls` to the subject's buckets; null when allowed, or which limit it met and when to retry. */
   async take(subject: RateLimitSubject, calls: number): Promise<RateLimitRefusal | null> {
-    const buckets: [RateLimitedScope, string][] = [['address', subject.address]];
-    if (subject.apiKey !== null) buckets.push(['key', digest(subject.apiKey)]);
-    else if (subject.session !== null) buckets.push(['session', digest(subject.session)]);
-    for (const [scope, id] of buckets) {
-      const entry = this.limiters[scope];
-      if (!entry) continue;
-      try {
-        await entry.limiter.consume(id, calls);
-      } catch (rejection) {
-        if (!(rejection instanceof RateLimiterRes)) throw rejection;
-        return { scope, limit: entry.limit, retryAfterSeconds: Math.max(1, Math.ceil(rejection.msBeforeNext / 1000)) };
-      }
-    }
-    return null;
+    const scopes: [RateLimitedScope, string][] = [['address', subject.address]];
+    if (subject.apiKey !== null) scopes.push(['key', digest(subject.apiKey)]);
+    else if (subject.session !== null) scopes.push(['session', digest(subject.session)]);
+    const limited = scopes.filter(([scope]) => this.limits[scope] > 0);
+    if (limited.length === 0) return null;
+    const buckets: RateBucket[] = limited.map(([scope, id]) => ({ key: `${scope}:${id}`, limit: this.limits[scope], windowSeconds: WINDOW_SECONDS }));
+    const refusal = await this.counter().take(buckets, calls);
+    if (!refusal) return null;
+    const scope = limited[refusal.bucket]![0];
+    return { scope, limit: this.limits[scope], retryAfterSeconds: Math.max(1, Math.ceil(refusal.retryAfterMs / 1000)) };
   }
+}
+
+function processPool(): pg.Pool {
+  const pool = poolOf(db());
+  if (!pool) throw new Error('the process database client has no pool of its own');
+  return pool;
 }
 
 function digest(credential: string): string {
   return createHash('sha256').update(credential, 'utf8').digest('base64url');
 }
 
-/** The process-wide counters, sized from RATE_LIMIT_PER_* on first use. */
+/** The process's limits, sized from RATE_LIMIT_PER_* on first use. */
 export function apiRateLimits(): ApiRateLimits {
   return processSingleton('http.apiRateLimits', () => new ApiRateLimits(env()));
 }
