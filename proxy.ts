@@ -1,6 +1,7 @@
 import { NextResponse, type NextRequest } from 'next/server';
 import { REQUEST_PATH_HEADER, SESSION_COOKIE_NAMES } from './server/common/cookies';
 import { apiSecurityHeaders, pageSecurityHeaders } from './server/http/security-headers';
+import { isHealthPath } from './server/http/health-paths';
 import { undecodableAddress } from './server/http/request-target';
 
 // Next.js 16's request proxy (formerly middleware), in front of every console page. A
@@ -17,7 +18,8 @@ const INVITATION_LINK = /^\/invitations\/[^/]+$/;
 
 export function proxy(request: NextRequest) {
   const { pathname, search } = request.nextUrl;
-  const api = pathname.startsWith('/api/');
+  // /healthz and /readyz (server/http/health.ts) answer without a session, as the API does.
+  const api = pathname.startsWith('/api/') || isHealthPath(pathname);
   const secured = (response: NextResponse, headers: Record<string, string>) => {
     for (const [name, value] of Object.entries(headers)) response.headers.set(name, value);
     return response;

@@ -16,10 +16,10 @@ import { Supervisor } from './supervisor';
 // workers as child processes, all stopped in order on Ctrl-C.
 
 /**
- * How long a child may take to finish what it holds after SIGTERM: the web server gives
- * in-flight requests up to 25 s (scripts/web.ts), workers finish the steps they hold.
+ * How long a child may take to finish what it holds after SIGTERM: the web server and the
+ * workers drain for at most SHUTDOWN_SECONDS (scripts/web.ts, scripts/worker.ts), then exit.
  */
-const STOP_GRACE_MS = 30_000;
+const stopGraceMs = () => (env.SHUTDOWN_SECONDS + 5) * 1000;
 const NEXT_CLI = createRequire(import.meta.url).resolve('next/dist/bin/next');
 const WORKER_ENTRY = path.join(ROOT, 'scripts', 'worker.ts');
 const AUTH_SECRET_FILE = path.join(ROOT, '.data', 'auth-secret');
@@ -49,7 +49,7 @@ let stopRequestedAt: number | undefined;
 function shutDown(exitCode: number, reason: string): Promise<void> {
   stopping ??= (async () => {
     log(reason);
-    await supervisor.stopAll(STOP_GRACE_MS);
+    await supervisor.stopAll(stopGraceMs());
     if (database?.embedded) {
       log('stopping the embedded PostgreSQL');
       await stopEmbeddedPostgres(database.embedded);
@@ -158,7 +158,7 @@ function printReady(url: string, workers: number, logins: DemoLogin[]): void {
 }
 
 async function main(): Promise<void> {
-  await supervisor.stopOrphans(STOP_GRACE_MS);
+  await supervisor.stopOrphans(stopGraceMs());
   if (await portInUse(env.PORT)) {
     throw new Error(
       `Port ${env.PORT} is already in use, so the web server cannot start. Stop what holds it (e.g. \`fuser -k ${env.PORT}/tcp\`) or set PORT to a free port.`,

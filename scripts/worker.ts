@@ -104,6 +104,14 @@ async function main(): Promise<void> {
     if (listenerRetry) clearTimeout(listenerRetry);
     const closing = listener;
     listener = null;
+    // The bound: steps still held then are left to their leases (LEASE_SECONDS), which
+    // another worker takes over when they lapse; an email whose send was in flight is
+    // listed MESSAGE_UNCONFIRMED, never resent by itself.
+    const bound = setTimeout(() => {
+      log('error', `drain did not finish within SHUTDOWN_SECONDS (${config.SHUTDOWN_SECONDS} s): exiting; held steps go to another worker when their leases lapse`);
+      process.exit(1);
+    }, config.SHUTDOWN_SECONDS * 1000);
+    bound.unref();
     try {
       await worker.stop();
     } catch (error) {

@@ -35,6 +35,12 @@ export const envSchema = z.object({
   DATABASE_CONNECT_TIMEOUT_SECONDS: int(5, 1, 300),
   /** How long they wait for a statement's answer (client side: a partition answers nothing); 0: no bound. */
   DATABASE_QUERY_TIMEOUT_SECONDS: int(30, 0, 86400),
+  /**
+   * How long a web or worker process may drain after SIGTERM (requests in flight, steps
+   * held) before it exits anyway: the web server then closes every connection and exits 0,
+   * a worker exits 1 and its held steps go to another worker when their leases lapse.
+   */
+  SHUTDOWN_SECONDS: int(25, 1, 3600),
   /** Worker processes started by `npm start`. */
   WORKERS: int(2, 0, 64),
   /** Executions one worker process handles at once. */
@@ -99,8 +105,9 @@ export const envSchema = z.object({
   /**
    * API calls a minute (a batched tRPC request counts as its number of calls) per API key,
    * per signed-in session, and per client address (requests without credentials, and an
-   * outer bound on all of one address's calls). 0: no limit. Counted in the web process's
-   * memory (server/http/rate-limits.ts).
+   * outer bound on all of one address's calls). 0: no limit. Counted in PostgreSQL, shared
+   * by every web process (server/db/rate-counter.ts; in each process's memory only while
+   * PostgreSQL does not answer).
    */
   RATE_LIMIT_PER_KEY: int(6000, 0, 1_000_000),
   RATE_LIMIT_PER_SESSION: int(1200, 0, 1_000_000),
@@ -125,6 +132,7 @@ const ECHOED: ReadonlySet<string> = new Set([
   'EMBEDDED_PG_DIR',
   'DATABASE_CONNECT_TIMEOUT_SECONDS',
   'DATABASE_QUERY_TIMEOUT_SECONDS',
+  'SHUTDOWN_SECONDS',
   'WORKERS',
   'WORKER_CONCURRENCY',
   'LEASE_SECONDS',

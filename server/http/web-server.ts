@@ -1,6 +1,7 @@
 import http from 'node:http';
 import { admitBody } from './body-limit';
 import { clientAddress, trustOf } from './client-address';
+import { healthAnswer, healthHeaders, isHealthPath, type HealthAnswer } from './health';
 import { apiEndpointOf, hasUrl, serveApi } from './node-endpoints';
 import { undecodableAddress } from './request-target';
 import { apiSecurityHeaders } from './security-headers';
@@ -15,7 +16,9 @@ import { apiSecurityHeaders } from './security-headers';
 // of it (body-limit.ts). The API (/api/trpc, /api/v1) is then answered here, by the
 // handlers of its Next.js routes, without Next.js's request pipeline (node-endpoints.ts);
 // everything else, and any API request those routes would not answer themselves, goes to
-// Next.js. Draining stops accepting, lets in-flight requests finish (up to DRAIN_MS),
+// Next.js. /healthz and /readyz (health.ts) are answered here too, before anything else
+// can refuse them: no rate limit, no credentials. Draining (SIGTERM) turns /readyz to 503
+// at once, stops accepting, lets in-flight requests finish (up to SHUTDOWN_SECONDS),
 // closes each keep-alive connection once it is idle, then says it is done.
 
 /**
@@ -29,8 +32,6 @@ const UNSERVED_METHODS = new Set(['TRACE', 'CONNECT']);
 const ALLOW = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS';
 const methodNotAllowed = (method: string | undefined) => `The ${method ?? ''} method is not served here.\n`;
 
-/** How long a drain waits for the requests in flight before it closes every connection. */
-export const DRAIN_MS = 25_000;
 
 export interface WebServerOptions {
   /** Next.js's request handler: everything this server does not answer itself. */
@@ -39,11 +40,15 @@ export interface WebServerOptions {
   trustedProxies: string | undefined;
   /** WAYPOST_API_THROUGH_NEXT=1: hand the API to Next.js's routes too, as before (to compare the two in tests). */
   apiThroughNext: boolean;
+  /** The migrations this build ships (server/migrator.ts readMigrations): /readyz is 503 until each is applied. */
+  migrations: readonly string[];
+  /** How long a drain waits for the requests in flight before it closes every connection (SHUTDOWN_SECONDS). */
+  drainMs: number;
 }
 
 export interface WebServer {
   server: http.Server;
-  /** Stop accepting and finish what is in flight; `done` runs once, when every connection is closed or after DRAIN_MS. */
+  /** Stop accepting and finish what is in flight; `done` runs once, when every connection is closed or after drainMs. */
   drain(done: () => void): void;
 }
 
@@ -83,6 +88,18 @@ export function createWebServer(options: WebServerOptions): WebServer {
       res.writeHead(undecodable.status, { ...refusal, 'Content-Type': undecodable.contentType }).end(undecodable.body);
       return;
     }
+    if (isHealthPath(pathname)) {
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        res.writeHead(405, { ...refusal, Allow: 'GET, HEAD' }).end(methodNotAllowed(req.method));
+        return;
+      }
+      void healthAnswer(pathname, { draining: stopping, shipped: () => options.migrations })
+        .catch((): HealthAnswer => ({ status: 503, body: { status: 'unavailable', reason: 'the readiness check failed' } }))
+        .then((answer) => {
+        res.writeHead(answer.status, healthHeaders()).end(req.method === 'HEAD' ? undefined : JSON.stringify(answer.body));
+      });
+      return;
+    }
     req.headers['x-forwarded-for'] = clientAddress(req, trust);
     const api = options.apiThroughNext ? null : apiEndpointOf(req);
     const endpoint = api && hasUrl(req) ? api : null;
@@ -100,9 +117,15 @@ export function createWebServer(options: WebServerOptions): WebServer {
 
   return {
     server,
-    drain(done) {
+    drain(whenDone) {
       if (stopping) return;
       stopping = true;
+      let finished = false;
+      const done = () => {
+        if (finished) return;
+        finished = true;
+        whenDone();
+      };
       server.close(() => done());
       // A keep-alive connection goes idle once its request is answered: close it then, so
       // the process exits as soon as the last request in flight is done, and the client
@@ -112,7 +135,7 @@ export function createWebServer(options: WebServerOptions): WebServer {
       setTimeout(() => {
         server.closeAllConnections();
         done();
-      }, DRAIN_MS).unref();
+      }, options.drainMs).unref();
     },
   };
 }

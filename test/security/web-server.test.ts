@@ -20,6 +20,8 @@ beforeAll(async () => {
     },
     trustedProxies: '',
     apiThroughNext: true,
+    drainMs: 25_000,
+    migrations: [],
   });
   await new Promise<void>((listening) => web.server.listen(0, '127.0.0.1', listening));
   port = (web.server.address() as net.AddressInfo).port;
