@@ -99,6 +99,8 @@ export class SharedRateCounter {
 
   private async takeShared(buckets: readonly RateBucket[], points: number): Promise<(Counted | null)[]> {
     const [first, second] = buckets as [RateBucket, RateBucket | undefined];
+    // Milliseconds left are floored: "expiresAt" is kept to the millisecond, rounded, and a
+    // window just begun must say 60 s, not 61.
     // The second bucket is charged only if the first allowed the call (a data-modifying
     // CTE sees the RETURNING rows of the one before it). A new window starts when the
     // stored one has ended; the charge counts even when it goes past the limit.
@@ -119,8 +121,8 @@ export class SharedRateCounter {
           "expiresAt" = CASE WHEN b."expiresAt" <= now() THEN EXCLUDED."expiresAt" ELSE b."expiresAt" END
         RETURNING points, "expiresAt"
       )
-      SELECT f.points AS p1, ceil(GREATEST(0, extract(epoch FROM f."expiresAt" - now()) * 1000))::int AS ms1,
-             s.points AS p2, ceil(GREATEST(0, extract(epoch FROM s."expiresAt" - now()) * 1000))::int AS ms2
+      SELECT f.points AS p1, floor(GREATEST(0, extract(epoch FROM f."expiresAt" - now()) * 1000))::int AS ms1,
+             s.points AS p2, floor(GREATEST(0, extract(epoch FROM s."expiresAt" - now()) * 1000))::int AS ms2
         FROM first f LEFT JOIN second s ON true`,
       [first.key, points, first.windowSeconds, first.limit, second?.key ?? null, second?.windowSeconds ?? 0],
     );

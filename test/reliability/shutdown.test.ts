@@ -180,3 +180,36 @@ describe('SIGTERM to a worker mid-steps', () => {
     }
   }, 300_000);
 });
+
+describe('SIGTERM to a worker whose steps outlast SHUTDOWN_SECONDS', () => {
+  it('exits 1 at the bound, saying so, and another worker finishes its steps once their leases lapse', async () => {
+    const SHUTDOWN_SECONDS = 2;
+    const ownWorkflowId = (await workflowFrom(t.db, projectId, twoEmailWorkflow())).id;
+    const mine: string[] = [];
+    // Each email step pauses 20 s after its claim: far past the bound.
+    const worker = await startWorkerProcess(t.url, {
+      concurrency: 2,
+      env: { SHUTDOWN_SECONDS: String(SHUTDOWN_SECONDS), LEASE_SECONDS: '3', WAYPOST_FAULT_PAUSE_AFTER_CLAIM_MS: '20000', WAYPOST_FAULT_PAUSE_STEP_TYPE: 'SEND_EMAIL' },
+    });
+    const owner = `%:${worker.pid}`;
+    for (let i = 0; i < 2; i++) {
+      const contact = await createContact(t.db, projectId, `worker-bound-${i}@example.com`);
+      mine.push(((await enroll(t.db, { projectId, workflowId: ownWorkflowId, contactId: contact.id })) as { executionId: string }).executionId);
+    }
+    await notifyWorkers(t.db);
+    await waitFor('the worker to hold an email step', async () => (await t.query(`SELECT 1 FROM "StepExecution" WHERE status = 'RUNNING' AND "leaseOwner" LIKE $1`, [owner])).length > 0, 60_000, 20);
+    const signalledAt = Date.now();
+    worker.kill('SIGTERM');
+    expect(await worker.exited).toBe(1);
+    const took = Date.now() - signalledAt;
+    expect(took).toBeGreaterThanOrEqual(SHUTDOWN_SECONDS * 1000 - 200);
+    expect(took).toBeLessThan(SHUTDOWN_SECONDS * 1000 + 3_000);
+    expect(worker.output()).toContain(`drain did not finish within SHUTDOWN_SECONDS (${SHUTDOWN_SECONDS} s)`);
+    const finisher = await startWorkerProcess(t.url, { concurrency: 8 });
+    try {
+      await expectAllRunOnce(t, ownWorkflowId, mine);
+    } finally {
+      finisher.kill('SIGKILL');
+    }
+  }, 180_000);
+});
