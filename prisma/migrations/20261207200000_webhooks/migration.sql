@@ -80,3 +80,124 @@ CREATE TABLE "WebhookStuckNotice" (
 );
 ALTER TABLE "WebhookStuckNotice" ADD CONSTRAINT "WebhookStuckNotice_endpointId_fkey"
     FOREIGN KEY ("endpointId") REFERENCES "WebhookEndpoint"("id") ON DELETE CASCADE ON UPDATE CASCADE;
+
+-- ---------------------------------------------------------------------------
+-- The outbox triggers. Each fires only on its transition (the WHEN condition is checked
+-- before the function is called), and its function first asks whether any enabled
+-- endpoint of the project takes the type (one probe of WebhookEndpoint's projectId
+-- index): no endpoint, no further work and no row. Otherwise one message row per such
+-- endpoint, `{type, timestamp, data}` with ids and names only (never a contact's email or
+-- data). Shapes: server/common/webhook-events.ts. Each statement is named, as the
+-- product's statements are (test/sql-names.test.ts).
+
+-- Whether an enabled endpoint of the project takes this event type.
+CREATE FUNCTION webhook_subscribed(project UUID, event_type TEXT) RETURNS BOOLEAN
+LANGUAGE sql STABLE AS $$
+  -- webhook_subscribed
+  SELECT EXISTS (
+    SELECT 1 FROM "WebhookEndpoint"
+     WHERE "projectId" = project AND enabled AND event_type = ANY("eventTypes"))
+$$;
+
+-- One message per enabled endpoint of the project subscribed to the type.
+CREATE FUNCTION webhook_enqueue(project UUID, event_type TEXT, data JSONB) RETURNS VOID
+LANGUAGE sql VOLATILE AS $$
+  -- webhook_enqueue
+  INSERT INTO "WebhookMessage" ("projectId", "endpointId", "eventType", payload)
+  SELECT project, e.id, event_type,
+         jsonb_build_object('type', event_type,
+                            'timestamp', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                            'data', data)
+    FROM "WebhookEndpoint" e
+   WHERE e."projectId" = project AND e.enabled AND event_type = ANY(e."eventTypes")
+$$;
+
+-- execution.failed: a WorkflowExecution becomes FAILED.
+CREATE FUNCTION webhook_execution_failed() RETURNS TRIGGER
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF NOT webhook_subscribed(NEW."projectId", 'execution.failed') THEN RETURN NULL; END IF;
+  PERFORM webhook_enqueue(NEW."projectId", 'execution.failed', (
+    -- webhook_execution_failed.data
+    SELECT jsonb_build_object(
+             'executionId', NEW.id, 'workflowId', NEW."workflowId", 'workflowName', w.name,
+             'workflowVersion', v.number, 'contactId', NEW."contactId",
+             'stepKey', s.key, 'error', NEW."lastError")
+      FROM "Workflow" w
+      LEFT JOIN "WorkflowVersion" v ON v.id = NEW."workflowVersionId"
+      LEFT JOIN "WorkflowStep" s ON s.id = NEW."currentStepId"
+     WHERE w.id = NEW."workflowId"));
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER "WorkflowExecution_webhook_failed"
+  AFTER UPDATE OF status ON "WorkflowExecution"
+  FOR EACH ROW WHEN (NEW.status = 'FAILED' AND OLD.status IS DISTINCT FROM 'FAILED')
+  EXECUTE FUNCTION webhook_execution_failed();
+
+-- message.failed: an email (the Message outbox row) becomes FAILED.
+CREATE FUNCTION webhook_message_failed() RETURNS TRIGGER
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF NOT webhook_subscribed(NEW."projectId", 'message.failed') THEN RETURN NULL; END IF;
+  PERFORM webhook_enqueue(NEW."projectId", 'message.failed', (
+    -- webhook_message_failed.data
+    SELECT jsonb_build_object(
+             'messageId', NEW.id, 'executionId', NEW."executionId", 'workflowId', x."workflowId",
+             'workflowName', w.name, 'contactId', x."contactId", 'stepKey', s.key, 'error', NEW.error)
+      FROM "WorkflowExecution" x
+      JOIN "Workflow" w ON w.id = x."workflowId"
+      LEFT JOIN "StepExecution" se ON se.id = NEW."stepExecutionId"
+      LEFT JOIN "WorkflowStep" s ON s.id = se."stepId"
+     WHERE x.id = NEW."executionId"));
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER "Message_webhook_failed"
+  AFTER UPDATE OF status ON "Message"
+  FOR EACH ROW WHEN (NEW.status = 'FAILED' AND OLD.status IS DISTINCT FROM 'FAILED')
+  EXECUTE FUNCTION webhook_message_failed();
+
+-- event.dead: the outbox sweeper dead-letters a tracked event (deadAt set).
+CREATE FUNCTION webhook_event_dead() RETURNS TRIGGER
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF NOT webhook_subscribed(NEW."projectId", 'event.dead') THEN RETURN NULL; END IF;
+  PERFORM webhook_enqueue(NEW."projectId", 'event.dead', jsonb_build_object(
+    'eventId', NEW.id, 'eventName', NEW.name, 'contactId', NEW."contactId",
+    'attempts', NEW."dispatchAttempts", 'error', NEW."lastError"));
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER "Event_webhook_dead"
+  AFTER UPDATE OF "deadAt" ON "Event"
+  FOR EACH ROW WHEN (NEW."deadAt" IS NOT NULL AND OLD."deadAt" IS NULL)
+  EXECUTE FUNCTION webhook_event_dead();
+
+-- repair.applied and workflow.published: an audit entry of an applied repair (one per
+-- target; a bulk run's summary "repair.applyMany" is not one) or of a publish.
+CREATE FUNCTION webhook_audit_applied() RETURNS TRIGGER
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.action = 'workflows.publish' THEN
+    IF NOT webhook_subscribed(NEW."projectId", 'workflow.published') THEN RETURN NULL; END IF;
+    PERFORM webhook_enqueue(NEW."projectId", 'workflow.published', (
+      -- webhook_audit_applied.published
+      SELECT jsonb_build_object(
+               'auditId', NEW.id, 'workflowId', NEW."targetId", 'workflowName', w.name,
+               'version', (NEW.after->>'version')::int, 'actor', NEW.actor)
+        FROM "Workflow" w WHERE w.id::text = NEW."targetId"));
+  ELSE
+    IF NOT webhook_subscribed(NEW."projectId", 'repair.applied') THEN RETURN NULL; END IF;
+    PERFORM webhook_enqueue(NEW."projectId", 'repair.applied', jsonb_build_object(
+      'auditId', NEW.id, 'action', NEW.action, 'targetType', NEW."targetType",
+      'targetId', NEW."targetId", 'actor', NEW.actor, 'reason', NEW.reason));
+  END IF;
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER "AuditEntry_webhook_applied"
+  AFTER INSERT ON "AuditEntry"
+  FOR EACH ROW WHEN (NEW.outcome = 'APPLIED' AND (NEW.action = 'workflows.publish'
+                     OR (NEW.action LIKE 'repair.%' AND NEW.action <> 'repair.applyMany')))
+  EXECUTE FUNCTION webhook_audit_applied();
