@@ -1,16 +1,20 @@
+import type { Agent } from 'node:http';
 import { BlockList, isIP } from 'node:net';
+import { RequestFilteringHttpAgent, RequestFilteringHttpsAgent } from 'request-filtering-agent';
+import { env } from '../env';
 
 // Where webhooks may go (CONSOLE's smallest version, for ENGINE to own and extend with
 // the connect-time check): https only (http only for a host the owner's configuration
 // allows), and never to a literal loopback, private, link-local, metadata or otherwise
-// non-public address unless that host is allowed. Names are checked again at connect time.
+// non-public address unless that host is allowed. Names are checked again at connect time:
+// the dispatcher connects through webhookAgent (request-filtering-agent), which judges the
+// address DNS answered for that very connection, so a name resolving to 127.0.0.1, or whose
+// answer changed since the endpoint was saved (DNS rebinding), is refused too. Redirects
+// are never followed (a 3xx is a failed attempt), so none can lead a delivery elsewhere.
 
-/** WEBHOOK_ALLOWED_HOSTS: comma-separated host names or addresses a webhook may reach anyway. */
-export function allowedWebhookHosts(source: string | undefined = process.env.WEBHOOK_ALLOWED_HOSTS): string[] {
-  return (source ?? '')
-    .split(',')
-    .map((h) => h.trim().toLowerCase())
-    .filter(Boolean);
+/** WEBHOOK_ALLOWED_HOSTS (server/env.ts): host names or addresses a webhook may reach anyway, lowercased, IPv6 without brackets. */
+export function allowedWebhookHosts(): readonly string[] {
+  return env().WEBHOOK_ALLOWED_HOSTS ?? [];
 }
 
 // Every range that is not the public internet: this host, private networks, link-local
@@ -52,4 +56,25 @@ export function refusedWebhookUrl(url: string, allowedHosts: readonly string[] =
   if (host === 'localhost' || host.endsWith('.localhost')) return `${host} is a loopback name`;
   const why = nonPublicAddress(host);
   return why ? `${why}: webhooks go to public addresses only` : null;
+}
+
+const agents = new Map<string, Agent>();
+
+/**
+ * The connection agent of a delivery to this URL: it refuses, at connect time, every
+ * non-public address DNS answers (request-filtering-agent: private, loopback, link-local,
+ * reserved, 0.0.0.0), unless the URL's host is allowed. Keep-alive off: each delivery
+ * connects anew, so each is checked.
+ */
+export function webhookAgent(url: URL, allowedHosts: readonly string[] = allowedWebhookHosts()): Agent {
+  const host = url.hostname.toLowerCase().replace(/^\[|\]$/g, '');
+  const allowed = allowedHosts.includes(host);
+  const key = `${url.protocol}${allowed ? 'allowed' : 'public'}`;
+  let agent = agents.get(key);
+  if (!agent) {
+    const options = { keepAlive: false, allowPrivateIPAddress: allowed, allowMetaIPAddress: false };
+    agent = url.protocol === 'https:' ? new RequestFilteringHttpsAgent(options) : new RequestFilteringHttpAgent(options);
+    agents.set(key, agent);
+  }
+  return agent;
 }
