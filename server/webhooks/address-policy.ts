@@ -46,7 +46,8 @@ export function refusedWebhookUrl(url: string, allowedHosts: readonly string[] =
   } catch {
     return 'must be an absolute URL, e.g. https://example.com/hooks/waypost';
   }
-  const host = parsed.hostname.toLowerCase();
+  // A trailing dot names the same host ("localhost.").
+  const host = parsed.hostname.toLowerCase().replace(/\.$/, '');
   const allowed = allowedHosts.includes(host) || allowedHosts.includes(host.replace(/^\[|\]$/g, ''));
   if (parsed.protocol !== 'https:' && !(parsed.protocol === 'http:' && allowed)) {
     return parsed.protocol === 'http:' ? 'must be https (http only for a host in WEBHOOK_ALLOWED_HOSTS)' : 'must be an https URL';
@@ -67,7 +68,7 @@ const agents = new Map<string, Agent>();
  * connects anew, so each is checked.
  */
 export function webhookAgent(url: URL, allowedHosts: readonly string[] = allowedWebhookHosts()): Agent {
-  const host = url.hostname.toLowerCase().replace(/^\[|\]$/g, '');
+  const host = url.hostname.toLowerCase().replace(/^\[|\]$/g, '').replace(/\.$/, '');
   const allowed = allowedHosts.includes(host);
   const key = `${url.protocol}${allowed ? 'allowed' : 'public'}`;
   let agent = agents.get(key);

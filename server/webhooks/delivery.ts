@@ -1,7 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { Webhook } from 'standardwebhooks';
-import { webhookAgent } from './address-policy';
+import { refusedWebhookUrl, webhookAgent } from './address-policy';
 
 // One HTTP delivery of a webhook message, signed as Standard Webhooks says: the headers
 // webhook-id (the message's, the same on every attempt), webhook-timestamp (this
@@ -60,6 +60,12 @@ export function deliver(req: DeliveryRequest): Promise<DeliveryOutcome> {
       url = new URL(req.url);
     } catch {
       finish({ ok: false, status: null, excerpt: null, error: 'the endpoint URL is not a URL' });
+      return;
+    }
+    // The policy as the endpoint was saved under, judged again (the allow-list may have changed).
+    const refused = refusedWebhookUrl(req.url, req.allowedHosts);
+    if (refused) {
+      finish({ ok: false, status: null, excerpt: null, error: `refused by the address policy: the URL ${refused}` });
       return;
     }
     timer = setTimeout(() => {
