@@ -131,6 +131,24 @@ describe('retries', () => {
   });
 });
 
+describe('dispatchers at once', () => {
+  const rounds = Number(process.env.RACE_ROUNDS ?? 5);
+  it(`share the queue: each message claimed and delivered once (${rounds} rounds, 4 dispatchers, 12 messages)`, async () => {
+    for (let round = 0; round < rounds; round++) {
+      const path = `/race/${round}`;
+      const { url, secret } = receiver.endpoint(path);
+      const ids: string[] = [];
+      for (let i = 0; i < 12; i++) ids.push((await messageTo(url, secret)).messageId);
+      await Promise.all([1, 2, 3, 4].map((n) => dispatchAllDue(t.db, dispatcherFor({ owner: `racer-${n}`, concurrency: 3 }))));
+      const got = receiver.deliveries.filter((d) => d.path === path).map((d) => d.webhookId).sort();
+      expect(got, `round ${round}`).toEqual(ids.map(webhookIdOf).sort());
+      const log = await t.db.webhookAttempt.findMany({ where: { messageId: { in: ids } } });
+      expect(log).toHaveLength(12);
+      expect(await t.db.webhookMessage.count({ where: { id: { in: ids }, status: 'DELIVERED', attempts: 1 } })).toBe(12);
+    }
+  });
+});
+
 describe('the address policy', () => {
   const refusedTargets = () => [
     `http://127.0.0.1:${receiver.port}/ssrf`,
