@@ -112,6 +112,26 @@ describe('execution.stuck notices', () => {
     expect(await notifyStuckOnce(t.db, GRACE)).toBe(0);
   });
 
+  it('a group that cleared is new again when it returns, though still at most once per interval', async () => {
+    const projectId = (await createProject(t.db)).id;
+    const wf = await workflowFrom(t.db, projectId, oneStep('returns'));
+    const endpointId = await createTestEndpoint(t.db, projectId, { ...receiver.endpoint('/stuck/returns'), eventTypes: ['execution.stuck'], stuckIntervalSeconds: 1 });
+    await failAtSync(projectId, wf.id, 2);
+    expect(await notifyStuckOnce(t.db, GRACE)).toBe(1);
+    // The outage ends: an operator cancels the failed executions; the group is gone.
+    await t.query(`UPDATE "WorkflowExecution" SET status = 'CANCELLED', version = version + 1 WHERE "workflowId" = $1`, [wf.id]);
+    expect(await notifyStuckOnce(t.db, GRACE)).toBe(0);
+    expect((await t.db.webhookStuckNotice.findFirstOrThrow({ where: { endpointId } })).lastCount).toBe(0);
+    // It comes back smaller than before: still within the interval, nothing; after it, one notice.
+    await failAtSync(projectId, wf.id, 1);
+    await t.query(`UPDATE "WebhookStuckNotice" SET "lastNotifiedAt" = now() WHERE "endpointId" = $1`, [endpointId]);
+    expect(await notifyStuckOnce(t.db, GRACE)).toBe(0);
+    await new Promise((r) => setTimeout(r, 1100));
+    expect(await notifyStuckOnce(t.db, GRACE)).toBe(1);
+    const counts = (await stuckMessages(projectId)).map((m) => (m.payload as { data: { count: number } }).data.count);
+    expect(counts).toEqual([2, 1]);
+  });
+
   it('endpoints not taking execution.stuck, or disabled, get none', async () => {
     const projectId = (await createProject(t.db)).id;
     const wf = await workflowFrom(t.db, projectId, oneStep('elsewhere'));
