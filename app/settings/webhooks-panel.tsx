@@ -9,7 +9,7 @@ import { RelativeTime } from '../_components/time';
 import { useTRPC } from '../_trpc/client';
 import type { RouterOutputs } from '@/app/_trpc/types';
 import { ConfirmAction } from './confirm-action';
-import { buttonClass, quietButtonClass } from './controls';
+import { buttonClass } from './controls';
 import { EndpointForm, NEW_ENDPOINT, type EndpointValues } from './endpoint-form';
 import { SecretOnce } from './secret-once';
 import { EnabledSwitch, RotateSecret, SendTest, SIGNING_NOTE } from './webhook-actions';
@@ -147,7 +147,7 @@ export function WebhooksPanel() {
           <tbody className="divide-y divide-zinc-100">
             {endpoints.data.map((endpoint) => (
               <tr key={endpoint.id} data-testid="webhook-row" className={`align-baseline ${endpoint.enabled ? '' : 'text-zinc-500'}`}>
-                <td className="max-w-[26rem] px-4 py-1.5">
+                <td className="max-w-[22rem] px-4 py-1.5">
                   <Link href={`/settings/webhooks/${endpoint.id}`} className="block truncate font-mono text-[12px] text-sky-700 hover:underline" title={endpoint.url}>
                     {endpoint.url}
                   </Link>
@@ -156,7 +156,7 @@ export function WebhooksPanel() {
                   </span>
                 </td>
                 <td className="px-2 py-1.5">
-                  <span className="flex max-w-72 flex-wrap gap-1">
+                  <span className="flex max-w-56 flex-wrap gap-1">
                     {endpoint.eventTypes.map((type) => (
                       <code key={type} className="rounded bg-zinc-100 px-1 font-mono text-[11px] text-zinc-700">
                         {type}
@@ -173,8 +173,8 @@ export function WebhooksPanel() {
                 <td className="px-2 py-1.5 whitespace-nowrap">
                   <DayCounts counts={endpoint.last24h} />
                 </td>
-                <td className="px-4 py-1.5 text-right whitespace-nowrap">
-                  <span className="inline-flex items-center gap-1.5">
+                <td className="px-4 py-1.5 text-right">
+                  <span className="inline-flex flex-wrap items-baseline justify-end gap-1.5">
                     {confirming !== endpoint.id && (
                       <>
                         <SendTest endpoint={endpoint} />
@@ -185,9 +185,6 @@ export function WebhooksPanel() {
                             void refresh();
                           }}
                         />
-                        <Link href={`/settings/webhooks/${endpoint.id}`} className={quietButtonClass}>
-                          Log
-                        </Link>
                       </>
                     )}
                     <ConfirmAction

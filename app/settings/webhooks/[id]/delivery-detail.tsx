@@ -1,6 +1,7 @@
 'use client';
 
 import { useQuery } from '@tanstack/react-query';
+import { useEffect } from 'react';
 import { StatusBadge } from '../../../_components/badges';
 import { LIVE_REFRESH_MS } from '../../../_components/panel';
 import { absoluteTime, RelativeTime } from '../../../_components/time';
@@ -14,13 +15,19 @@ export function DeliveryDetail({ id, onClose }: { id: string; onClose: () => voi
     trpc.webhooks.delivery.queryOptions({ id }, { refetchInterval: (query) => (query.state.data?.status === 'PENDING' ? LIVE_REFRESH_MS : false) }),
   );
   const d = delivery.data;
+  useEffect(() => {
+    const closeOnEscape = (event: KeyboardEvent) => event.key === 'Escape' && onClose();
+    window.addEventListener('keydown', closeOnEscape);
+    return () => window.removeEventListener('keydown', closeOnEscape);
+  }, [onClose]);
   return (
-    <section aria-label="Delivery" className="overflow-hidden rounded-md border border-zinc-200 bg-white shadow-xs xl:sticky xl:top-4">
-      <header className="flex items-center gap-2 border-b border-zinc-200 px-4 py-2.5">
+    // A drawer over the log's right side: the log keeps its width (and its rows their place).
+    <section aria-label="Delivery" className="fixed top-14 right-4 bottom-4 z-20 flex w-[min(30rem,calc(100vw-2rem))] flex-col overflow-hidden rounded-md border border-zinc-300 bg-white shadow-xl">
+      <header className="flex shrink-0 items-center gap-2 border-b border-zinc-200 px-4 py-2.5">
         <h2 className="text-[13px] font-semibold">Delivery</h2>
         {d && <StatusBadge status={d.status} />}
         {d && <code className="truncate font-mono text-[11px] text-zinc-500">{d.webhookId}</code>}
-        <button type="button" onClick={onClose} className="ml-auto rounded px-1.5 text-zinc-500 hover:bg-zinc-100 hover:text-zinc-900" aria-label="Close the delivery">
+        <button type="button" onClick={onClose} className="ml-auto rounded px-1.5 text-zinc-500 hover:bg-zinc-100 hover:text-zinc-900" aria-label="Close the delivery" title="Close (Esc)">
           ✕
         </button>
       </header>
@@ -35,7 +42,7 @@ export function DeliveryDetail({ id, onClose }: { id: string; onClose: () => voi
         </p>
       )}
       {d && (
-        <div className="space-y-3 px-4 py-3">
+        <div className="min-h-0 flex-1 space-y-3 overflow-y-auto px-4 py-3">
           <dl className="grid grid-cols-[8rem_minmax(0,1fr)] gap-x-3 gap-y-1 text-[13px]">
             <dt className="text-xs font-medium text-zinc-500">Event</dt>
             <dd>
@@ -63,7 +70,7 @@ export function DeliveryDetail({ id, onClose }: { id: string; onClose: () => voi
           <RedeliverButton key={`${d.id}-${d.status}`} id={d.id} status={d.status} label={`Redeliver ${d.webhookId}`} />
           <div>
             <h3 className="text-xs font-medium text-zinc-500">Payload</h3>
-            <pre data-testid="delivery-payload" className="mt-1 max-h-72 overflow-auto rounded bg-zinc-50 p-2 font-mono text-[11.5px] leading-snug text-zinc-800 ring-1 ring-zinc-200">
+            <pre data-testid="delivery-payload" className="mt-1 max-h-72 overflow-auto rounded bg-zinc-50 p-2 font-mono text-[11.5px] leading-snug break-words whitespace-pre-wrap text-zinc-800 ring-1 ring-zinc-200">
               {JSON.stringify(d.payload, null, 2)}
             </pre>
           </div>

@@ -95,7 +95,7 @@ export function DeliveryLog({ endpointId }: { endpointId: string }) {
   );
 
   return (
-    <div className={opened ? 'grid grid-cols-1 items-start gap-4 xl:grid-cols-[minmax(0,1fr)_28rem]' : ''}>
+    <div>
       <section aria-label="Delivery log" className="overflow-hidden rounded-md border border-zinc-200 bg-white shadow-xs">
         <header className="flex items-center gap-3 border-b border-zinc-200 px-4 py-2.5">
           <h2 className="text-[13px] font-semibold">Delivery log</h2>
@@ -131,7 +131,14 @@ export function DeliveryLog({ endpointId }: { endpointId: string }) {
               onPointerInside={setPointerInside}
               empty={input.status ? `No ${String(input.status).toLowerCase()} deliveries.` : 'No deliveries yet. "Send test event" sends one now; events of the chosen types arrive as they happen.'}
             />
-            <Pager prevCursor={null} nextCursor={list.data.nextCursor} onPage={setPage} count={held.rows.length} what="deliveries" atStart={!input.cursor} />
+            <Pager
+              prevCursor={null}
+              nextCursor={list.data.nextCursor}
+              onPage={setPage}
+              count={held.rows.length}
+              what={held.rows.length === 1 ? 'delivery' : 'deliveries'}
+              atStart={!input.cursor}
+            />
           </>
         )}
       </section>
