@@ -115,7 +115,7 @@ async function deliverClaimed(db: RawDb, opts: DispatcherOptions, m: ClaimedWebh
     allowedHosts: opts.allowedHosts,
   });
   const recorded = await recordWebhookAttempt(db, { messageId: m.id, owner: opts.owner, outcome, retrySchedule: opts.retrySchedule });
-  if (!recorded) opts.log?.('warn', 'webhook attempt outcome not recorded: the lease ran out first', { messageId: m.id });
+  if (!recorded) opts.log?.('warn', 'webhook attempt outcome not recorded: the lease ran out first, or the message is gone (its endpoint deleted)', { messageId: m.id });
   else if (!outcome.ok) opts.log?.('debug', 'webhook delivery failed', { messageId: m.id, attempt: m.attempts + 1, error: outcome.error });
 }
 
