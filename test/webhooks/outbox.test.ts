@@ -105,6 +105,21 @@ describe('each event type: one signed delivery per committed change', () => {
     expect(await t.db.webhookAttempt.count({ where: { messageId: m!.id } })).toBe(1);
   });
 
+  it('execution.failed through the worker: a step whose every attempt fails', async () => {
+    const p = await projectWithEndpoint();
+    const wf = await workflowFrom(t.db, p.projectId, oneStep('broken-config'));
+    // A step the runner cannot run (its stored config no longer parses): each attempt fails.
+    await t.query(`UPDATE "WorkflowStep" SET config = '{"set": "not an object"}' WHERE "workflowId" = $1 AND key = 'a'`, [wf.id]);
+    const e = await enroll(t.db, { projectId: p.projectId, workflowId: wf.id, email: `w${++serial}@example.com` });
+    if (!e.ok) throw new Error(e.reason);
+    await runWorkerOnce(createEngineContext(t.db, { config: { maxStepAttempts: 1 } }));
+    const x = await t.db.workflowExecution.findUniqueOrThrow({ where: { id: e.executionId } });
+    expect(x.status).toBe('FAILED');
+    const got = await delivered(p.path);
+    expect(got.map((d) => d.body.type)).toEqual(['execution.failed']);
+    expect(got[0]!.body.data).toMatchObject({ executionId: e.executionId, stepKey: 'a', error: x.lastError });
+  });
+
   it('a failed attempt that is retried (attempts left) is no execution.failed', async () => {
     const p = await projectWithEndpoint();
     const wf = await workflowFrom(t.db, p.projectId, oneStep('retried'));
