@@ -84,6 +84,11 @@ async function main(): Promise<number> {
       // Each browser test stands for a person at a machine of their own, as a reverse proxy
       // on this host would pass on (e2e/sign-in.ts asDistinctClient): trust loopback's X-Forwarded-For.
       TRUSTED_PROXIES: 'loopback',
+      // e2e/webhooks.spec.ts runs its webhook receiver on this machine: the owner's
+      // configuration allows that host (over http), and retries come after 1 and 2
+      // seconds instead of minutes, so a failing receiver's message is dead within seconds.
+      WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
+      WEBHOOK_RETRY_SCHEDULE: '1,2',
     },
     stdio: 'inherit',
   });

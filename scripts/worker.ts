@@ -8,6 +8,8 @@ import { withDrillFaults } from '../server/engine/fault-transport';
 import { logTransport, smtpTransport, transportTimeoutMs, type MailTransport } from '../server/engine/transport';
 import { WAKEUP_CHANNEL } from '../server/engine/wakeup';
 import { Worker } from '../server/engine/worker';
+import { dispatcherSettings, WebhookDispatcher } from '../server/webhooks/dispatcher';
+import { StuckNotifier } from '../server/webhooks/stuck-notices';
 
 // `npm run worker -- --concurrency N`: one worker process (server/engine/worker.ts is the
 // loop), any number of them on any number of machines against one PostgreSQL. It listens
@@ -59,6 +61,20 @@ async function main(): Promise<void> {
     },
   });
   const worker = new Worker(ctx, { concurrency, from: config.MAIL_FROM });
+  // Outgoing webhooks (docs/webhooks.md): their own timers and their own two connections,
+  // so an endpoint that is slow to answer holds neither a step slot nor the engine's pool.
+  const webhookDb = createDb(url, {
+    poolSize: 2,
+    applicationName: 'waypost-webhooks',
+    ...databaseWaitBounds(),
+    onError: (error) => log('debug', 'idle webhook database connection lost; reconnecting on next use', { error: error.message }),
+  });
+  const dispatcher = new WebhookDispatcher(webhookDb, { owner, log, ...dispatcherSettings(config) });
+  const stuckNotifier = new StuckNotifier(webhookDb, {
+    graceSeconds: config.STUCK_GRACE_SECONDS,
+    everyMs: config.WEBHOOK_STUCK_CHECK_SECONDS * 1000,
+    log,
+  });
 
   // LISTEN on a dedicated connection. If it drops (PostgreSQL restarted), polling still
   // finds the work, and the listener comes back with a backoff.
@@ -113,7 +129,7 @@ async function main(): Promise<void> {
     }, config.SHUTDOWN_SECONDS * 1000);
     bound.unref();
     try {
-      await worker.stop();
+      await Promise.all([worker.stop(), dispatcher.stop(), stuckNotifier.stop()]);
     } catch (error) {
       // The loop catches its own failures, so this is a bug: say so, and say it in the exit code.
       log('error', 'drain failed', { error: String(error) });
@@ -124,6 +140,7 @@ async function main(): Promise<void> {
     await closing?.end().catch(() => {});
     transport.close?.();
     await closeDb(db).catch((error) => log('warn', 'closing database connections failed', { error: String(error) }));
+    await closeDb(webhookDb).catch((error) => log('warn', 'closing webhook database connections failed', { error: String(error) }));
     log('info', 'stopped');
     process.exit(0);
   };
@@ -131,7 +148,9 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void shutdown('SIGINT'));
 
   worker.start();
-  log('info', 'worker started', { concurrency, transport: transport.name });
+  dispatcher.start();
+  stuckNotifier.start();
+  log('info', 'worker started', { concurrency, transport: transport.name, webhookConcurrency: config.WEBHOOK_CONCURRENCY });
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -112,6 +112,29 @@ export const envSchema = z.object({
   RATE_LIMIT_PER_KEY: int(6000, 0, 1_000_000),
   RATE_LIMIT_PER_SESSION: int(1200, 0, 1_000_000),
   RATE_LIMIT_PER_ADDRESS: int(6000, 0, 1_000_000),
+  /**
+   * Outgoing webhooks (docs/webhooks.md). Hosts (names or addresses, comma separated) a
+   * webhook endpoint may be at although they are loopback, private or link-local, and
+   * that may be called over plain http: an explicit allow-list, empty by default.
+   */
+  WEBHOOK_ALLOWED_HOSTS: z
+    .string()
+    .trim()
+    .transform((v) => v.split(',').map((h) => h.trim().toLowerCase().replace(/^\[(.*)\]$/, '$1')).filter(Boolean))
+    .optional(),
+  /** How long one webhook delivery may take (connect to the end of the response). */
+  WEBHOOK_TIMEOUT_MS: int(10_000, 100, 120_000),
+  /** Seconds before each retry of a failed webhook delivery; after the last, the message is dead. */
+  WEBHOOK_RETRY_SCHEDULE: z
+    .string()
+    .trim()
+    .regex(/^\d+(\s*,\s*\d+)*$/, 'must be seconds, comma separated (e.g. 5,300,1800)')
+    .transform((v) => v.split(',').map((n) => Number(n.trim())))
+    .default([5, 300, 1800, 7200, 18000, 36000]),
+  /** Webhook deliveries one worker process makes at once (apart from its steps). */
+  WEBHOOK_CONCURRENCY: int(4, 1, 64),
+  /** How often a worker looks for stuck groups to notify execution.stuck endpoints about. */
+  WEBHOOK_STUCK_CHECK_SECONDS: int(15, 1, 3600),
   PUBLIC_URL: z
     .url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' })
     .transform((v) => new URL(v).origin)
@@ -146,6 +169,11 @@ const ECHOED: ReadonlySet<string> = new Set([
   'RATE_LIMIT_PER_KEY',
   'RATE_LIMIT_PER_SESSION',
   'RATE_LIMIT_PER_ADDRESS',
+  'WEBHOOK_ALLOWED_HOSTS',
+  'WEBHOOK_TIMEOUT_MS',
+  'WEBHOOK_RETRY_SCHEDULE',
+  'WEBHOOK_CONCURRENCY',
+  'WEBHOOK_STUCK_CHECK_SECONDS',
 ]);
 
 function shown(name: string, value: string | undefined): string {

@@ -23,6 +23,7 @@ const MODULES: [string, string][] = [
   ['read', 'server/read/'],
   ['repair', 'server/repair/'],
   ['stuck', 'server/stuck/'],
+  ['webhooks', 'server/webhooks/'],
   ['engine', 'server/engine/'],
   ['db', 'server/db/'],
   ['common', 'server/common/'],

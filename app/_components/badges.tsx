@@ -40,6 +40,9 @@ const STATUS_TONES: Record<string, Tone> = {
   APPLIED: 'emerald',
   LOST: 'amber',
   REJECTED: 'zinc',
+  // Webhook deliveries (PENDING as above)
+  DELIVERED: 'emerald',
+  DEAD: 'red',
   // Dispatch states
   processed: 'emerald',
   pending: 'zinc',

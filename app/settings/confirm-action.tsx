@@ -17,6 +17,7 @@ export function ConfirmAction({
   onOpenChange,
   pending,
   onConfirm,
+  askReason = true,
 }: {
   /** The button, e.g. "Revoke". */
   label: string;
@@ -31,6 +32,8 @@ export function ConfirmAction({
   pending: boolean;
   /** The reason given (3 to 500 characters), or undefined when none was. */
   onConfirm: (reason: string | undefined) => void;
+  /** Offer the audit log's reason field (only where the procedure takes one). */
+  askReason?: boolean;
 }) {
   if (!open) {
     return (
@@ -47,14 +50,16 @@ export function ConfirmAction({
   return (
     <form onSubmit={submit} className="inline-flex items-center gap-1.5" aria-label={ariaLabel}>
       {warning && <span className="text-xs text-zinc-600">{warning}</span>}
-      <input
-        name="reason"
-        aria-label="Reason (optional, kept in the audit log)"
-        placeholder="Reason (optional)"
-        minLength={3}
-        maxLength={500}
-        className={`${inputClass} w-44`}
-      />
+      {askReason && (
+        <input
+          name="reason"
+          aria-label="Reason (optional, kept in the audit log)"
+          placeholder="Reason (optional)"
+          minLength={3}
+          maxLength={500}
+          className={`${inputClass} w-44`}
+        />
+      )}
       <button type="submit" disabled={pending} className={dangerButtonClass}>
         {confirmLabel}
       </button>

@@ -3,6 +3,7 @@ import { currentActor } from '@/server/http/server-caller';
 import { HydrateClient, getQueryClient, trpc } from '../_trpc/server';
 import { ApiKeysPanel } from './api-keys-panel';
 import { MembersPanel } from './members-panel';
+import { WebhooksPanel } from './webhooks-panel';
 
 export const dynamic = 'force-dynamic';
 
@@ -19,7 +20,7 @@ export default async function SettingsPage() {
         <div role="alert" className="mt-4 max-w-xl rounded-md border border-amber-200 bg-amber-50 px-4 py-3 text-amber-900">
           <p className="font-medium">Not allowed</p>
           <p className="mt-0.5">
-            Members and API keys are managed by the project&apos;s owners; you are {actor?.role ?? 'not signed in'}. Ask an OWNER
+            Members, API keys and webhooks are managed by the project&apos;s owners; you are {actor?.role ?? 'not signed in'}. Ask an OWNER
             if you need access or a key.
           </p>
         </div>
@@ -32,15 +33,17 @@ export default async function SettingsPage() {
     queryClient.prefetchQuery(trpc.apiKeys.list.queryOptions()),
     queryClient.prefetchQuery(trpc.members.list.queryOptions()),
     queryClient.prefetchQuery(trpc.members.invitations.queryOptions()),
+    queryClient.prefetchQuery(trpc.webhooks.list.queryOptions()),
   ]);
   return (
     <HydrateClient>
       <div className="mx-auto max-w-[1400px] space-y-4 px-6 py-5">
         <div>
           <h1 className="text-lg font-semibold tracking-tight">Settings</h1>
-          <p className="text-zinc-500">Who may use this project, and the keys programs use to call its API.</p>
+          <p className="text-zinc-500">Who may use this project, the keys programs use to call its API, and the webhooks it sends to your systems.</p>
         </div>
         <ApiKeysPanel />
+        <WebhooksPanel />
         <MembersPanel currentUserId={actor.userId} />
       </div>
     </HydrateClient>

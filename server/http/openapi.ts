@@ -2,7 +2,7 @@ import { generateOpenApiDocument } from 'trpc-to-openapi';
 import { appRouter } from '../trpc/root';
 
 // The REST face of the API for integrations: procedures with `meta.openapi` (today
-// enrollments.enroll and events.track) are also plain JSON endpoints under /api/v1, served
+// enrollments.enroll, events.track and webhooks.*) are also plain JSON endpoints under /api/v1, served
 // by the same procedures, roles and audit as tRPC. Authentication is the same too:
 // `Authorization: Bearer <api key>`, read by createApiContext.
 
@@ -19,9 +19,9 @@ export function openApiDocument() {
     title: 'Waypost API',
     version: '1.0.0',
     description:
-      'Enroll contacts and track events from your backend. Authenticate with `Authorization: Bearer <api key>` (a MARKETER key or above). Errors carry `code` and, for CONFLICT, `data.conflict` saying what won.',
+      'Enroll contacts and track events from your backend (a MARKETER key or above), and manage webhook endpoints (an OWNER key). Authenticate with `Authorization: Bearer <api key>`. Errors carry `code` and, for CONFLICT, `data.conflict` saying what won.',
     baseUrl: REST_BASE_PATH,
-    tags: ['enrollments', 'events'],
+    tags: ['enrollments', 'events', 'webhooks'],
   });
   return cached;
 }

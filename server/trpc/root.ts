@@ -12,6 +12,7 @@ import { overviewRouter } from './routers/overview';
 import { repairRouter } from './routers/repair';
 import { templatesRouter } from './routers/templates';
 import { waitsRouter } from './routers/waits';
+import { webhooksRouter } from './routers/webhooks';
 import { workflowsRouter } from './routers/workflows';
 
 export const appRouter = router({
@@ -29,6 +30,7 @@ export const appRouter = router({
   apiKeys: apiKeysRouter,
   members: membersRouter,
   invitations: invitationsRouter,
+  webhooks: webhooksRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -45,7 +45,7 @@ async function call(headers: Headers, path: string, input: unknown): Promise<{ c
 
 /** Everything of the other project that a leaking procedure could change. */
 async function snapshotOf(projectId: string) {
-  const [executions, steps, workflows, contacts, memberships, apiKeys, events, invitations, users] = await Promise.all([
+  const [executions, steps, workflows, contacts, memberships, apiKeys, events, invitations, users, webhookEndpoints, webhookMessages] = await Promise.all([
     t.query(`SELECT id, status, version FROM "WorkflowExecution" WHERE "projectId" = $1 ORDER BY id`, [projectId]),
     t.query(
       `SELECT s.id, s.status, s."resolvedBy" FROM "StepExecution" s JOIN "WorkflowExecution" e ON e.id = s."executionId" WHERE e."projectId" = $1 ORDER BY s.id`,
@@ -58,8 +58,10 @@ async function snapshotOf(projectId: string) {
     t.query(`SELECT id, name, "contactId" FROM "Event" WHERE "projectId" = $1 ORDER BY id`, [projectId]),
     t.query(`SELECT id, "acceptedAt", "declinedAt", "revokedAt" FROM "Invitation" WHERE "projectId" = $1 ORDER BY id`, [projectId]),
     t.query(`SELECT id FROM "User" ORDER BY id`),
+    t.query(`SELECT id, url, enabled, secret, version FROM "WebhookEndpoint" WHERE "projectId" = $1 ORDER BY id`, [projectId]),
+    t.query(`SELECT id, status, attempts FROM "WebhookMessage" WHERE "projectId" = $1 ORDER BY id`, [projectId]),
   ]);
-  return { executions, steps, workflows, contacts, memberships, apiKeys, events, invitations, users };
+  return { executions, steps, workflows, contacts, memberships, apiKeys, events, invitations, users, webhookEndpoints, webhookMessages };
 }
 
 beforeAll(async () => {

@@ -104,11 +104,20 @@ function restRoute(path: string): { method: string; path: string } | null {
   return openapi ? { method: openapi.method, path: openapi.path } : null;
 }
 
+/** A call at /api/v1 as a program makes it: path parameters in the path, the rest in the query (GET, DELETE) or the body. */
 async function rest(route: { method: string; path: string }, input: unknown, headers: Record<string, string>): Promise<MatrixReply> {
-  const res = await fetch(`${server.base}/api/v1${route.path}`, {
+  const fields = { ...(input as Record<string, unknown> | undefined) };
+  const path = route.path.replace(/\{(\w+)\}/g, (_, name: string) => {
+    const value = String(fields[name]);
+    delete fields[name];
+    return encodeURIComponent(value);
+  });
+  const inQuery = route.method === 'GET' || route.method === 'DELETE';
+  const query = inQuery && Object.keys(fields).length ? `?${new URLSearchParams(fields as Record<string, string>)}` : '';
+  const res = await fetch(`${server.base}/api/v1${path}${query}`, {
     method: route.method,
     headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify(input),
+    body: inQuery ? undefined : JSON.stringify(input === undefined ? {} : fields),
   });
   const body = (await res.json()) as { code?: string; message?: string; data?: { conflict?: unknown } };
   if (res.status >= 400) return { status: res.status, code: body.code ?? String(res.status), message: body.message, conflict: body.data?.conflict };

@@ -8,7 +8,7 @@ export const ROLES: Role[] = ['VIEWER', 'MARKETER', 'OPERATOR', 'OWNER'];
 export const RANK: Record<Role, number> = { VIEWER: 0, MARKETER: 1, OPERATOR: 2, OWNER: 3 };
 
 /** Input keys that name a row: a procedure taking one must prove another project's row is NOT_FOUND. */
-export const ID_KEYS = new Set(['id', 'contactId', 'workflowId', 'executionId', 'stepExecutionId', 'userId', 'eventId', 'executionIds', 'token']);
+export const ID_KEYS = new Set(['id', 'contactId', 'workflowId', 'executionId', 'stepExecutionId', 'userId', 'eventId', 'executionIds', 'token', 'endpointId']);
 
 /** The rows of one project that procedures' inputs point at. */
 export interface ProjectRows {
@@ -27,6 +27,11 @@ export interface ProjectRows {
   /** A pending invitation to an email none of the matrix's callers has. */
   invitationId: string;
   invitationToken: string;
+  /** A webhook endpoint, and a PENDING webhook.test message to it. */
+  webhookEndpointId: string;
+  webhookMessageId: string;
+  /** A second endpoint, for webhooks.delete to delete. */
+  spareWebhookEndpointId: string;
 }
 
 export interface MatrixRow {

@@ -11,6 +11,8 @@ import { createContact, createProject, waitWorkflow, workflowFrom } from './fixt
 import { type MatrixRow, type ProjectRows } from './authorization-cells';
 import { ADMIN_ROWS } from './authorization-rows-admin';
 import { DATA_ROWS } from './authorization-rows-data';
+import { WEBHOOK_ROWS } from './authorization-rows-webhooks';
+import { createEndpoint, sendTestEvent } from '../../server/webhooks/endpoints';
 
 export * from './authorization-cells';
 
@@ -26,7 +28,7 @@ export * from './authorization-cells';
 // The rows are in authorization-rows-data.ts and authorization-rows-admin.ts, written
 // with the checks of authorization-cells.ts.
 
-export const MATRIX: Record<string, MatrixRow> = { ...DATA_ROWS, ...ADMIN_ROWS };
+export const MATRIX: Record<string, MatrixRow> = { ...DATA_ROWS, ...ADMIN_ROWS, ...WEBHOOK_ROWS };
 
 export type Procedure = { _def: { type: 'query' | 'mutation' | 'subscription'; inputs: z.ZodType[] } };
 export const PROCEDURES = appRouter._def.procedures as unknown as Record<string, Procedure>;
@@ -64,6 +66,12 @@ export async function projectWithRows(db: Db, name: string): Promise<ProjectRows
   const apiKey = await newApiKey(db, project.id, 'VIEWER', `${name} integration`);
   const invited = await inviteMember(db, { projectId: project.id, email: `${name}-invitee@example.com`, role: 'OWNER', actor: 'system' });
   if (invited.outcome !== 'INVITED') throw new Error('fixture invitation not made');
+  const by = { projectId: project.id, actor: 'system' };
+  const hook = await createEndpoint(db, by, { url: `https://${name}.hooks.example.com/waypost`, eventTypes: ['event.dead'] });
+  const spare = await createEndpoint(db, by, { url: `https://${name}.hooks.example.com/spare`, eventTypes: ['event.dead'] });
+  if (!hook.ok || !spare.ok) throw new Error('fixture webhook endpoints not made');
+  const test = await sendTestEvent(db, by, hook.endpoint.id);
+  if (!test.ok) throw new Error('fixture webhook message not made');
   return {
     projectId: project.id,
     contactId: contact.id,
@@ -76,5 +84,8 @@ export async function projectWithRows(db: Db, name: string): Promise<ProjectRows
     apiKeyId: apiKey.id,
     invitationId: invited.invitation.id,
     invitationToken: invited.token,
+    webhookEndpointId: hook.endpoint.id,
+    webhookMessageId: test.delivery.id,
+    spareWebhookEndpointId: spare.endpoint.id,
   };
 }
