@@ -6,9 +6,10 @@ import { startWorkerProcess, waitFor, type WorkerProcess } from '../support/proc
 import { createTestEndpoint, startReceiver, type Receiver } from './receiver';
 
 // A slow endpoint never slows the engine (docs/webhooks.md): in a real worker process,
-// with every webhook slot busy on an endpoint that answers only after the delivery
-// timeout, the worker runs steps at the pace it runs them with no webhook at all. The
-// dispatcher has its own timer, its own slots and its own two connections.
+// with every webhook slot held by an endpoint that never answers, the worker still runs
+// every step to the end, while not one delivery has finished. The dispatcher has its own
+// timer, its own slots and its own two connections; a step never waits for a delivery.
+// (Pace is the bench's to measure: this test asserts independence, not a duration.)
 
 const EXECUTIONS = 30;
 let t: TestDatabase;
@@ -29,10 +30,9 @@ afterAll(async () => {
   await t?.drop();
 });
 
-/** Enroll `n` executions of a two-email workflow and time until the worker has completed them all. */
-async function timeSteps(n: number): Promise<number> {
+/** Enroll `n` executions of a two-email workflow and wait until the worker has completed them all. */
+async function runExecutions(n: number): Promise<void> {
   const wf = await workflowFrom(t.db, projectId, twoEmailWorkflow());
-  const started = Date.now();
   for (let i = 0; i < n; i++) {
     const e = await enroll(t.db, { projectId, workflowId: wf.id, email: `p${++serial}@example.com` });
     if (!e.ok) throw new Error(e.reason);
@@ -43,7 +43,6 @@ async function timeSteps(n: number): Promise<number> {
     60_000,
     20,
   );
-  return Date.now() - started;
 }
 
 /** `n` messages to the endpoint, as the outbox triggers write them. */
@@ -56,25 +55,23 @@ async function enqueue(endpointId: string, n: number): Promise<void> {
 }
 
 describe('a slow endpoint', () => {
-  it('does not delay step claims: steps run at their usual pace while every delivery times out', async () => {
+  it('does not hold up steps: every execution completes while every delivery slot waits on an endpoint that never answers', async () => {
     worker = await startWorkerProcess(t.url, {
       concurrency: 8,
-      env: { WEBHOOK_ALLOWED_HOSTS: '127.0.0.1', WEBHOOK_TIMEOUT_MS: '3000', WEBHOOK_CONCURRENCY: '4', WEBHOOK_RETRY_SCHEDULE: '1,1,1,1,1,1,1,1,1,1' },
+      env: { WEBHOOK_ALLOWED_HOSTS: '127.0.0.1', WEBHOOK_TIMEOUT_MS: '120000', WEBHOOK_CONCURRENCY: '4' },
     });
-    // Warm up, then the pace with no webhook at all.
-    await timeSteps(5);
-    const usual = await timeSteps(EXECUTIONS);
+    await runExecutions(5);
 
-    // Every webhook slot busy with an endpoint that answers after the timeout.
-    receiver.answer = () => ({ sleepMs: 10_000 });
+    // Every webhook slot busy with an endpoint that holds each request open.
+    receiver.answer = () => 'hold';
     const endpointId = await createTestEndpoint(t.db, projectId, { ...receiver.endpoint('/slow'), eventTypes: ['execution.failed'] });
     await enqueue(endpointId, 40);
-    await waitFor('deliveries in flight', async () => receiver.requests >= 4, 10_000, 20);
-    // 40 messages, 4 at a time, 3 s each: the dispatcher's slots stay busy well past the timing below.
-    const slowed = await timeSteps(EXECUTIONS);
-    expect(await t.db.webhookMessage.count({ where: { endpointId, status: 'PENDING' } })).toBeGreaterThan(0);
-    expect(slowed, `usual ${usual} ms, with a slow endpoint ${slowed} ms`).toBeLessThanOrEqual(usual * 2 + 1500);
-    // The deliveries did time out meanwhile (the endpoint never answered in time).
-    await waitFor('timed-out attempts logged', async () => (await t.db.webhookAttempt.count({ where: { error: 'timed out after 3000 ms' } })) >= 4, 20_000, 100);
+    await waitFor('every delivery slot in flight', async () => receiver.requests >= 4, 10_000, 20);
+
+    // Two emails each for 30 executions: all run while the four deliveries are still held.
+    await runExecutions(EXECUTIONS);
+    expect(await t.db.webhookAttempt.count({ where: { message: { endpointId } } })).toBe(0);
+    expect(await t.db.webhookMessage.count({ where: { endpointId, status: 'PENDING' } })).toBe(40);
+    expect(receiver.requests).toBe(4);
   }, 120_000);
 });
