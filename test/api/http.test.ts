@@ -109,6 +109,10 @@ describe('tRPC over HTTP with an API key', () => {
     const bad = await clientError(trpcClient(apiKey).enrollments.enroll.mutate({ workflowId: 'not-an-id', email: 'nope' }));
     expect(bad.data?.httpStatus).toBe(400);
     expect((bad.data as unknown as { zodError: { issues: { path: string }[] } }).zodError.issues.map((i) => i.path).sort()).toEqual(['email', 'workflowId']);
+    // A refusal a procedure makes itself (not its schema) names its field the same way.
+    const noEmail = await clientError(trpcClient(apiKey).enrollments.importCsv.mutate({ workflowId: welcomeId, csv: 'name\nAda\n' }));
+    expect(noEmail.data?.httpStatus).toBe(400);
+    expect((noEmail.data as unknown as { zodError: { issues: { path: string }[] } | null }).zodError?.issues.map((i) => i.path)).toEqual(['csv']);
   });
 
   it('repair.apply keeps its documented name over HTTP (served by repair.applyOne)', async () => {

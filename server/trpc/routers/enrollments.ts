@@ -1,5 +1,5 @@
 import { TRPCError } from '@trpc/server';
-import { ZodError } from 'zod';
+import { ZodRealError } from 'zod';
 import { enrollAudited, type EnrollRejection } from '../../engine/enrollment';
 import { enrollRows, importCsv, refuseUnlessEnrollable } from '../../engine/enrollment-import/enroll-rows';
 import { parseRow, type BulkRow } from '../../common/enrollment-csv';
@@ -51,7 +51,7 @@ function csvError(message: string): TRPCError {
   return new TRPCError({
     code: 'BAD_REQUEST',
     message,
-    cause: new ZodError([{ code: 'custom', path: ['csv'], message, input: undefined }]),
+    cause: new ZodRealError([{ code: 'custom', path: ['csv'], message, input: undefined }]),
   });
 }
 

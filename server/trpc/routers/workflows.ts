@@ -1,5 +1,5 @@
 import { TRPCError } from '@trpc/server';
-import { ZodError } from 'zod';
+import { ZodRealError, type ZodError } from 'zod';
 import { createWorkflowAudited, setWorkflowEnabled } from '../../engine/workflows';
 import { discardDraft, publishVersion, saveDraft } from '../../engine/versions';
 import { listWorkflows, workflowDetail } from '../../read/workflows';
@@ -23,7 +23,7 @@ const NOT_FOUND = () => new TRPCError({ code: 'NOT_FOUND', message: 'No such wor
 /** A definition that breaks the graph rules: BAD_REQUEST with zod issues at paths under `definition`. */
 function invalidDefinition(error: ZodError): TRPCError {
   const issues = error.issues.map((issue) => ({ ...issue, path: ['definition', ...issue.path] }));
-  return new TRPCError({ code: 'BAD_REQUEST', message: 'The definition cannot be published: fix the issues listed.', cause: new ZodError(issues) });
+  return new TRPCError({ code: 'BAD_REQUEST', message: 'The definition cannot be published: fix the issues listed.', cause: new ZodRealError(issues) });
 }
 
 export const workflowsRouter = router({
