@@ -5,6 +5,7 @@ import { appRouter } from '../trpc/root';
 import { createApiContext, type Context } from '../trpc/trpc';
 import { apiRefusal, bodyLimitOf, boundedRequest, malformedRequest, MAX_BATCH_SIZE, refusedRequest, withDocumentedProcedureNames, withoutCookies, withRefusalHeaders, type ApiRefusal } from './api-request';
 import { REST_BASE_PATH } from './openapi';
+import { asProblem } from './problem';
 
 // The two API endpoints as fetch handlers, one module for both ways they are served: the
 // Next.js route handlers (app/api/trpc/[trpc], app/api/v1/[...path]; what `next dev`
@@ -73,12 +74,16 @@ function serveRest(req: Request, context: () => Promise<Context>): Promise<Respo
   });
 }
 
-/** /api/v1/<path>: the REST endpoints. */
+/** /api/v1/<path>: the REST endpoints; every error answer is problem details (problem.ts). */
 export async function restEndpoint(incoming: Request): Promise<Response> {
+  return asProblem(await restAnswer(incoming));
+}
+
+async function restAnswer(incoming: Request): Promise<Response> {
   const malformed = malformedRequest(incoming);
   if (malformed) return malformed;
   const refusal = await apiRefusal(incoming, { cookies: false });
-  // Answered by the OpenAPI handler itself, so the body is its usual error shape (code TOO_MANY_REQUESTS).
+  // Answered by the OpenAPI handler itself, then made problem details like every other error (code TOO_MANY_REQUESTS).
   if (refusal) return withRefusalHeaders(await serveRest(refusedRequest(incoming), () => Promise.reject(refusal.error)), refusal);
   const req = await boundedRequest(incoming, bodyLimitOf(incoming, { cookies: false }));
   if (req instanceof Response) return req;
