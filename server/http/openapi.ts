@@ -1,5 +1,6 @@
 import { generateOpenApiDocument, type OpenAPIObject } from 'trpc-to-openapi';
 import { appRouter } from '../trpc/root';
+import { REST_BASE_PATH } from '../trpc/rest';
 import { IDEMPOTENCY_HEADER, IDEMPOTENCY_KEY_MAX } from './idempotency';
 import { PROBLEM_CONTENT_TYPE } from './problem';
 
@@ -10,7 +11,7 @@ import { PROBLEM_CONTENT_TYPE } from './problem';
 // from what they accept); what it cannot say is added here: the one Problem schema every
 // error answer uses, the Idempotency-Key header of every POST, the rate limit's 429.
 
-export const REST_BASE_PATH = '/api/v1';
+export { REST_BASE_PATH };
 
 type SchemaObject = NonNullable<NonNullable<OpenAPIObject['components']>['schemas']>[string];
 

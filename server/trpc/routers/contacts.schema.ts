@@ -90,3 +90,9 @@ export const contactListItemOutput = contactOutput.extend({
 });
 
 export const contactPageOutput = pageOutput(contactListItemOutput);
+
+export const erasedContactOutput = z.object({
+  id: idOutput,
+  email: z.string().meta({ description: 'The placeholder the address became.', example: 'erased-7c9e6679-7425-40de-944b-e07fc1f90ae7@erased.invalid' }),
+  erasedAt: timestamp,
+});

@@ -3,11 +3,14 @@ import { replaceContactData, setContactSubscribed, upsertContact, type ContactCh
 import { contactDataByEmail, contactJourney, findContact, listContacts } from '../../read/contacts';
 import { audit } from '../audit';
 import { transaction } from '../../db';
+import { eraseContact } from '../../engine/contact-erasure';
+import { acting } from '../audit';
 import { likePrefix } from '../../common/inputs';
 import { conflictError, marketerProcedure, router, viewerProcedure } from '../trpc';
 import { nextLink } from '../rest';
 import {
   contactByEmailInput,
+  erasedContactOutput,
   contactOutput,
   contactPageInput,
   contactPageOutput,
@@ -200,6 +203,29 @@ export const contactsRouter = router({
       });
       const { cursor: _cursor, ...filters } = input;
       return { items: page.items, next: nextLink('/contacts', filters, page.nextCursor) };
+    }),
+
+  /** Erase a contact's personal data, keeping its history without it (server/engine/contact-erasure.ts). */
+  erase: marketerProcedure
+    .meta({
+      openapi: {
+        method: 'DELETE',
+        path: '/contacts/{id}',
+        operationId: 'eraseContact',
+        tags: ['contacts'],
+        summary: "Erase a contact's personal data",
+        description:
+          "The request every privacy law makes. The contact's email becomes `erased-<id>@erased.invalid` and its data `{}`; its active executions are cancelled; its emails' recipient, subject and body, its events' data, its executions' context and the audit entries about it are scrubbed. The rows stay, so counts and history hold, without the person. Audited `contacts.erase` (counts only). Erasing an erased contact answers 200 with the same answer and changes nothing.",
+        protect: true,
+        errorResponses: [400, 401, 403, 404],
+      },
+    })
+    .input(getContactInput)
+    .output(erasedContactOutput)
+    .mutation(async ({ ctx, input }) => {
+      const r = await eraseContact(ctx.db, acting(ctx.actor), input.id);
+      if (!r.ok) throw NOT_FOUND();
+      return r.contact;
     }),
 
   /** Subscribe or unsubscribe the contact (its emails are sent only while subscribed). */
