@@ -4,7 +4,7 @@ import { TRPCError } from '@trpc/server';
 import { asDatabaseUnavailable, errorId, internalErrorMessage, logOutage, outageHeaders } from '../trpc/errors';
 import { appRouter } from '../trpc/root';
 import { createApiContext, type Context } from '../trpc/trpc';
-import { apiRefusal, bodyLimitOf, boundedRequest, malformedRequest, MAX_BATCH_SIZE, refusedRequest, withDocumentedProcedureNames, withoutCookies, withRefusalHeaders, type ApiRefusal } from './api-request';
+import { apiRefusal, bodyLimitOf, boundedRequest, malformedRequest, MAX_BATCH_SIZE, refusedRequest, withDecodedPathParams, withDocumentedProcedureNames, withoutCookies, withRefusalHeaders, type ApiRefusal } from './api-request';
 import { REST_BASE_PATH } from './openapi';
 import { asProblem, problem, problemResponse } from './problem';
 import { bodyHashOf, claimIdempotencyKey, idempotencyKeyOf, settleIdempotencyKey } from './idempotency';
@@ -93,8 +93,9 @@ async function restAnswer(incoming: Request): Promise<Response> {
   const refusal = await apiRefusal(incoming, { cookies: false });
   // Answered by the OpenAPI handler itself, then made problem details like every other error (code TOO_MANY_REQUESTS).
   if (refusal) return withRefusalHeaders(await serveRest(refusedRequest(incoming), () => Promise.reject(refusal.error)), refusal);
-  const req = await boundedRequest(incoming, bodyLimitOf(incoming, { cookies: false }));
-  if (req instanceof Response) return req;
+  const bounded = await boundedRequest(incoming, bodyLimitOf(incoming, { cookies: false }));
+  if (bounded instanceof Response) return bounded;
+  const req = withDecodedPathParams(bounded);
   const headers = withoutCookies(req.headers);
   const key = req.method === 'POST' ? idempotencyKeyOf(req) : null;
   if (key instanceof Response) return key;

@@ -105,13 +105,22 @@ function restRoute(path: string): { method: string; path: string } | null {
 }
 
 async function rest(route: { method: string; path: string }, input: unknown, headers: Record<string, string>): Promise<MatrixReply> {
-  const res = await fetch(`${server.base}/api/v1${route.path}`, {
+  // Path parameters from the input, the rest in the query (GET) or the body.
+  const rest = { ...(input as Record<string, unknown>) };
+  const path = route.path.replace(/\{(\w+)\}/g, (_, name: string) => {
+    const value = rest[name];
+    delete rest[name];
+    return encodeURIComponent(String(value));
+  });
+  const query = route.method === 'GET' ? new URLSearchParams(Object.entries(rest).flatMap(([k, v]) => (Array.isArray(v) ? v.map((x) => [k, String(x)]) : [[k, String(v)]]))) : null;
+  const res = await fetch(`${server.base}/api/v1${path}${query && query.size ? `?${query}` : ''}`, {
     method: route.method,
     headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify(input),
+    body: route.method === 'GET' ? undefined : JSON.stringify(rest),
   });
-  const body = (await res.json()) as { code?: string; message?: string; data?: { conflict?: unknown } };
-  if (res.status >= 400) return { status: res.status, code: body.code ?? String(res.status), message: body.message, conflict: body.data?.conflict };
+  // Every error answer is problem details (server/http/problem.ts): its `code` is the tRPC code.
+  const body = (await res.json()) as { code?: string; detail?: string; conflict?: unknown };
+  if (res.status >= 400) return { status: res.status, code: body.code ?? String(res.status), message: body.detail, conflict: body.conflict };
   return { status: res.status, code: 'OK', result: body };
 }
 

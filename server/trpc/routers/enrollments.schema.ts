@@ -70,7 +70,7 @@ export const ENROLL_BATCH_MAX = 1000;
 export const enrollBatchInput = z.object({
   workflowId: id.meta({ example: '0b5e2f4c-1d3a-4e6f-8a9b-0c1d2e3f4a5b' }),
   contacts: z
-    .array(z.custom<EnrollManyRow>(() => true).meta({ type: 'object', description: 'A row: `email` and optional `data` (merged into the contact).', example: { email: 'ada@example.com', data: { plan: 'pro' } } }))
+    .array(z.custom<EnrollManyRow>(() => true).meta({ type: 'object', additionalProperties: true, description: 'A row: `email` and optional `data` (merged into the contact).', example: { email: 'ada@example.com', data: { plan: 'pro' } } }))
     .min(1)
     .max(ENROLL_BATCH_MAX),
 });

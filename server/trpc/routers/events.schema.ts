@@ -50,7 +50,7 @@ export const trackManyInput = z.object({
   // Events pass unchecked here so that one bad event cannot fail the call: the handler
   // checks each against trackEventInput and answers it on its own.
   events: z
-    .array(z.custom<z.input<typeof trackEventInput>>(() => true).meta({ type: 'object', description: 'An event as POST /events takes it.', example: { name: 'purchase', email: 'ada@example.com', data: { total: 42 }, idempotencyKey: 'order-1042' } }))
+    .array(z.custom<z.input<typeof trackEventInput>>(() => true).meta({ type: 'object', additionalProperties: true, description: 'An event as POST /events takes it.', example: { name: 'purchase', email: 'ada@example.com', data: { total: 42 }, idempotencyKey: 'order-1042' } }))
     .min(1)
     .max(EVENT_BATCH_MAX),
 });
