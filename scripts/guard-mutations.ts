@@ -5,6 +5,7 @@ import { CLAIMS_AND_EVENTS_MUTATIONS } from './guard-mutations/claims-and-events
 import { DELIVERY_AND_DATABASE_MUTATIONS } from './guard-mutations/delivery-and-database';
 import { VERSIONS_MUTATIONS } from './guard-mutations/versions';
 import { WEBHOOKS_MUTATIONS } from './guard-mutations/webhooks';
+import { API_MUTATIONS } from './guard-mutations/api';
 import type { Mutation } from './guard-mutations/mutation';
 
 // Shows that the race suite can fail: for each guard in the code, remove it, run the
@@ -20,7 +21,7 @@ const ROOT = path.resolve(import.meta.dirname, '..');
 
 
 // The mutations, by area, in scripts/guard-mutations/.
-const MUTATIONS: Mutation[] = [...DELIVERY_AND_DATABASE_MUTATIONS, ...CLAIMS_AND_EVENTS_MUTATIONS, ...VERSIONS_MUTATIONS, ...WEBHOOKS_MUTATIONS];
+const MUTATIONS: Mutation[] = [...DELIVERY_AND_DATABASE_MUTATIONS, ...CLAIMS_AND_EVENTS_MUTATIONS, ...VERSIONS_MUTATIONS, ...WEBHOOKS_MUTATIONS, ...API_MUTATIONS];
 
 function applyEdits(m: Mutation): Map<string, string> {
   const originals = new Map<string, string>();

@@ -104,7 +104,7 @@ function jsonIssue(value: unknown, depth: number, path: (string | number)[]): Js
 export const jsonObject = z
   .custom<JsonObject>((value) => isPlainObject(value), 'expected a JSON object')
   // Rendered in the OpenAPI document as an object with any properties.
-  .meta({ type: 'object', description: `A JSON object (at most ${JSON_MAX_BYTES / 1024} KB, ${JSON_MAX_DEPTH} levels deep)` })
+  .meta({ type: 'object', additionalProperties: true, description: `A JSON object (at most ${JSON_MAX_BYTES / 1024} KB, ${JSON_MAX_DEPTH} levels deep)` })
   .superRefine((value, ctx) => {
     // Own keys only: JSON.parse makes "__proto__" an own key, which Object.keys reports.
     const issue = jsonIssue(value, 1, []);

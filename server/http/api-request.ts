@@ -170,3 +170,22 @@ export function withoutCookies(headers: Headers): Headers {
   copy.delete('cookie');
   return copy;
 }
+
+/**
+ * trpc-to-openapi matches /api/v1 paths and takes path parameters from the raw path,
+ * without decoding them, and clients (openapi-fetch, curl users) percent-encode what they
+ * put there: `/contacts/by-email/ada%40example.com`. The escapes of characters a path
+ * segment may hold as they are (RFC 3986 pchar: letters, digits, `-._~`, `!$&'()*+,;=`,
+ * `:` and `@`) are decoded first, so the parameter is the address sent; `/`, `%`, `?`,
+ * `#` and anything else stay encoded.
+ */
+export function withDecodedPathParams(req: Request): Request {
+  const url = new URL(req.url);
+  const decoded = url.pathname.replace(/%([0-9A-Fa-f]{2})/g, (escape, hex: string) => {
+    const char = String.fromCharCode(parseInt(hex, 16));
+    return /^[A-Za-z0-9\-._~!$&'()*+,;=:@]$/.test(char) ? char : escape;
+  });
+  if (decoded === url.pathname) return req;
+  url.pathname = decoded;
+  return new Request(url, req);
+}

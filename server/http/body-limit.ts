@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { SESSION_COOKIE_NAMES } from '../common/cookies';
 import { ANONYMOUS_BODY_BYTES, MAX_BODY_BYTES, tooLargeBody } from './api-request';
+import { problem, PROBLEM_CONTENT_TYPE } from './problem';
 import { apiSecurityHeaders } from './security-headers';
 
 // Request bodies at the socket for the web server (web-server.ts): a caller who is
@@ -57,8 +58,11 @@ const LINGER_MS = 5_000;
  * the client reads it and goes, and a client that does not is dropped after LINGER_MS.
  */
 function tooLarge(req: IncomingMessage, limit: number): void {
-  const body = JSON.stringify(tooLargeBody(limit));
-  const headers = { ...apiSecurityHeaders(), 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), Connection: 'close' };
+  // /api/v1 answers problem details (problem.ts), the other APIs their own shape.
+  const rest = req.url?.startsWith('/api/v1/') ?? false;
+  const refusal = tooLargeBody(limit);
+  const body = JSON.stringify(rest ? problem('PAYLOAD_TOO_LARGE', refusal.error.message) : refusal);
+  const headers = { ...apiSecurityHeaders(), 'Content-Type': rest ? PROBLEM_CONTENT_TYPE : 'application/json', 'Content-Length': Buffer.byteLength(body), Connection: 'close' };
   const socket = req.socket;
   socket.end(`HTTP/1.1 413 Payload Too Large\r\n${Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('')}\r\n${body}`);
   const drop = setTimeout(() => socket.destroy(), LINGER_MS);

@@ -1,10 +1,13 @@
 import { fetchRequestHandler } from '@trpc/server/adapters/fetch';
 import { createOpenApiFetchHandler } from 'trpc-to-openapi';
-import { errorId, logOutage, outageHeaders } from '../trpc/errors';
+import { TRPCError } from '@trpc/server';
+import { asDatabaseUnavailable, errorId, internalErrorMessage, logOutage, outageHeaders } from '../trpc/errors';
 import { appRouter } from '../trpc/root';
 import { createApiContext, type Context } from '../trpc/trpc';
-import { apiRefusal, bodyLimitOf, boundedRequest, malformedRequest, MAX_BATCH_SIZE, refusedRequest, withDocumentedProcedureNames, withoutCookies, withRefusalHeaders, type ApiRefusal } from './api-request';
+import { apiRefusal, bodyLimitOf, boundedRequest, malformedRequest, MAX_BATCH_SIZE, refusedRequest, withDecodedPathParams, withDocumentedProcedureNames, withoutCookies, withRefusalHeaders, type ApiRefusal } from './api-request';
 import { REST_BASE_PATH } from './openapi';
+import { asProblem, problem, problemResponse } from './problem';
+import { bodyHashOf, claimIdempotencyKey, idempotencyKeyOf, settleIdempotencyKey } from './idempotency';
 
 // The two API endpoints as fetch handlers, one module for both ways they are served: the
 // Next.js route handlers (app/api/trpc/[trpc], app/api/v1/[...path]; what `next dev`
@@ -69,18 +72,66 @@ function serveRest(req: Request, context: () => Promise<Context>): Promise<Respo
       if (error.code === 'INTERNAL_SERVER_ERROR') console.error(`REST ${path ?? '<no path>'} failed (request ${errorId(error)}):`, error.cause ?? error);
       if (error.code === 'SERVICE_UNAVAILABLE') logOutage('REST', error);
     },
-    responseMeta: ({ errors }) => ({ headers: outageHeaders(errors) }),
+    responseMeta: ({ errors, data }) => ({ headers: { ...outageHeaders(errors), ...nextLinkHeader(data) } }),
   });
 }
 
-/** /api/v1/<path>: the REST endpoints. */
+/** A list's `next` page also as `Link: <...>; rel="next"`. */
+function nextLinkHeader(data: unknown[] | undefined): Record<string, string> | undefined {
+  const next = (data?.[0] as { next?: unknown } | undefined)?.next;
+  return typeof next === 'string' && next.startsWith(REST_BASE_PATH) ? { Link: `<${next}>; rel="next"` } : undefined;
+}
+
+/** /api/v1/<path>: the REST endpoints; every error answer is problem details (problem.ts). */
 export async function restEndpoint(incoming: Request): Promise<Response> {
+  return asProblem(await restAnswer(incoming));
+}
+
+async function restAnswer(incoming: Request): Promise<Response> {
   const malformed = malformedRequest(incoming);
   if (malformed) return malformed;
   const refusal = await apiRefusal(incoming, { cookies: false });
-  // Answered by the OpenAPI handler itself, so the body is its usual error shape (code TOO_MANY_REQUESTS).
+  // Answered by the OpenAPI handler itself, then made problem details like every other error (code TOO_MANY_REQUESTS).
   if (refusal) return withRefusalHeaders(await serveRest(refusedRequest(incoming), () => Promise.reject(refusal.error)), refusal);
-  const req = await boundedRequest(incoming, bodyLimitOf(incoming, { cookies: false }));
-  if (req instanceof Response) return req;
-  return serveRest(req, () => createApiContext({ headers: withoutCookies(req.headers) }));
+  const bounded = await boundedRequest(incoming, bodyLimitOf(incoming, { cookies: false }));
+  if (bounded instanceof Response) return bounded;
+  const req = withDecodedPathParams(bounded);
+  const headers = withoutCookies(req.headers);
+  const key = req.method === 'POST' ? idempotencyKeyOf(req) : null;
+  if (key instanceof Response) return key;
+  if (key === null) return serveRest(req, () => createApiContext({ headers }));
+  return serveIdempotent(req, key, headers);
+}
+
+/**
+ * A POST with an Idempotency-Key (idempotency.ts): the caller is resolved first (keys are
+ * per API key), the key claimed, the request run once and its answer stored. A request
+ * that is refused before any key is known (no valid API key, a bad project header) is
+ * answered as without the header.
+ */
+async function serveIdempotent(req: Request, key: string, headers: Headers): Promise<Response> {
+  let context: Context;
+  try {
+    context = await createApiContext({ headers });
+  } catch (error) {
+    return serveRest(req, () => Promise.reject(error));
+  }
+  const actor = context.actor;
+  if (!actor?.apiKeyId) return serveRest(req, () => Promise.resolve(context));
+  const url = new URL(req.url);
+  const claimed = { projectId: actor.projectId, apiKeyId: actor.apiKeyId, key, method: req.method, path: url.pathname + url.search, bodyHash: bodyHashOf(await req.clone().arrayBuffer()) };
+  try {
+    const claim = await claimIdempotencyKey(context.db, claimed);
+    if (!claim.won) return claim.answer;
+    const answer = await asProblem(await serveRest(req, () => Promise.resolve(context)));
+    return await settleIdempotencyKey(context.db, claimed, claim.token, answer);
+  } catch (error) {
+    const outage = asDatabaseUnavailable(error);
+    if (outage instanceof TRPCError) {
+      logOutage('REST', outage);
+      return problemResponse(problem('SERVICE_UNAVAILABLE', outage.message), outageHeaders([outage]));
+    }
+    console.error(`REST ${url.pathname} failed (request ${errorId(error as object)}):`, error);
+    return problemResponse(problem('INTERNAL_SERVER_ERROR', internalErrorMessage(error as object)));
+  }
 }

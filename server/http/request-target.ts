@@ -1,4 +1,5 @@
 import { safeDecode } from '../url';
+import { problem, PROBLEM_CONTENT_TYPE } from './problem';
 
 // What a request's target (its path and query) must be before anything reads it. Next.js
 // and the libraries behind it decode the path and the query, and a decode that throws
@@ -28,6 +29,8 @@ export interface AddressRefusal {
  */
 export function undecodableAddress(pathname: string, search: string): AddressRefusal | null {
   if (decodableAddress(pathname, search)) return null;
+  // /api/v1 answers every error as problem details (problem.ts).
+  if (pathname.startsWith('/api/v1/')) return { status: 400, contentType: PROBLEM_CONTENT_TYPE, body: JSON.stringify(problem('BAD_REQUEST', UNDECODABLE_ADDRESS, { issues: [] })) };
   return pathname.startsWith('/api/')
     ? { status: 400, contentType: 'application/json', body: JSON.stringify({ error: { message: UNDECODABLE_ADDRESS, code: 'BAD_REQUEST' } }) }
     : { status: 400, contentType: 'text/plain; charset=utf-8', body: UNDECODABLE_ADDRESS };

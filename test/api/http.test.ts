@@ -153,9 +153,10 @@ describe('REST endpoints for integrations (/api/v1)', () => {
 
     const duplicate = await postJson('/api/v1/enrollments', { workflowId: welcomeId, email });
     expect(duplicate.status).toBe(409);
-    const body = (await duplicate.json()) as { code: string; data: { conflict: unknown } };
-    expect(body.code).toBe('CONFLICT');
-    expect(body.data.conflict).toEqual({ reason: 'ACTIVE_EXECUTION', executionId });
+    expect(duplicate.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    const body = (await duplicate.json()) as { type: string; status: number; code: string; conflict: unknown };
+    expect(body).toMatchObject({ type: '/problems/conflict', status: 409, code: 'CONFLICT' });
+    expect(body.conflict).toEqual({ reason: 'ACTIVE_EXECUTION', executionId });
   });
 
   it('POST /api/v1/events is idempotent per key', async () => {
@@ -173,11 +174,13 @@ describe('REST endpoints for integrations (/api/v1)', () => {
     expect((await postJson('/api/v1/enrollments', '{"workflowId": ')).status).toBe(400);
     const invalid = await postJson('/api/v1/events', '{"name": "has spaces", "email": "x", "data": {"__proto__": {"admin": true}}}');
     expect(invalid.status).toBe(400);
-    expect(((await invalid.json()) as { code: string }).code).toBe('BAD_REQUEST');
+    const problem = (await invalid.json()) as { code: string; type: string; issues: { path: string }[] };
+    expect(problem).toMatchObject({ code: 'BAD_REQUEST', type: '/problems/invalid-request' });
+    expect(problem.issues.map((i) => i.path)).toEqual(expect.arrayContaining(['name', 'email']));
     expect((await postJson('/api/v1/enrollments', { workflowId: randomUUID(), email: 'a@example.com' })).status).toBe(404);
   });
 
-  it('GET /api/v1/openapi.json describes both endpoints with bearer authentication', async () => {
+  it('GET /api/v1/openapi.json describes the endpoints with bearer authentication', async () => {
     const response = await fetch(`${base}/api/v1/openapi.json`);
     expect(response.status).toBe(200);
     const doc = (await response.json()) as {

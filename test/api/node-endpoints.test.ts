@@ -210,6 +210,11 @@ describe('answers of scripts/web.ts are those of the Next.js routes', () => {
       last[1]!.body = JSON.parse(JSON.stringify(last[1]!.body).replace(/Try again in \d+ s/, 'Try again in N s'));
       last[0]!.body = JSON.parse(JSON.stringify(last[0]!.body).replace(/Try again in \d+ s/, 'Try again in N s'));
       expect(answers[0]).toEqual(answers[1]);
+      // /api/v1 answers every refusal as problem details, the rate limit's included.
+      if (path.startsWith('/api/v1')) {
+        expect(last[0]!.headers['content-type']).toBe('application/problem+json');
+        expect(last[0]!.body).toMatchObject({ type: '/problems/rate-limited', status: 429, code: 'TOO_MANY_REQUESTS', detail: expect.any(String) });
+      }
     }
   });
 });

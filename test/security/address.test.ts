@@ -13,6 +13,10 @@ describe('an address that is not valid percent-encoding', () => {
       contentType: 'application/json',
       body: JSON.stringify({ error: { message: UNDECODABLE_ADDRESS, code: 'BAD_REQUEST' } }),
     });
+    // /api/v1 answers problem details.
+    const rest = undecodableAddress('/api/v1/contacts/%E0%A4%A', '')!;
+    expect(rest.contentType).toBe('application/problem+json');
+    expect(JSON.parse(rest.body)).toEqual({ type: '/problems/invalid-request', title: 'The request is not valid', status: 400, detail: UNDECODABLE_ADDRESS, code: 'BAD_REQUEST', issues: [] });
     expect(undecodableAddress('/executions/%ZZ.js', '')).toEqual({ status: 400, contentType: 'text/plain; charset=utf-8', body: UNDECODABLE_ADDRESS });
     expect(undecodableAddress('/executions', '?contact=%E0%A4%A')?.status).toBe(400);
     expect(undecodableAddress('/executions/%C3%A9', '?contact=a+b%20c')).toBeNull();
@@ -25,8 +29,15 @@ describe('an address that is not valid percent-encoding', () => {
     ] as const) {
       const res = await endpoint(new Request(url, { method: 'POST', headers: { authorization: 'Bearer x' } }));
       expect(res.status).toBe(400);
-      expect(res.headers.get('content-type')).toBe('application/json');
-      expect(await res.json()).toEqual({ error: { message: UNDECODABLE_ADDRESS, code: 'BAD_REQUEST' } });
+      const body = (await res.json()) as Record<string, unknown>;
+      if (endpoint === trpcEndpoint) {
+        expect(res.headers.get('content-type')).toBe('application/json');
+        expect(body).toEqual({ error: { message: UNDECODABLE_ADDRESS, code: 'BAD_REQUEST' } });
+      } else {
+        // /api/v1's errors are problem details.
+        expect(res.headers.get('content-type')).toBe('application/problem+json');
+        expect(body).toMatchObject({ type: '/problems/invalid-request', status: 400, detail: UNDECODABLE_ADDRESS, code: 'BAD_REQUEST' });
+      }
     }
     expect(malformedRequest(new Request('http://localhost/api/trpc/health.invariants'))).toBeNull();
   });

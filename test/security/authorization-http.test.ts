@@ -106,21 +106,23 @@ function restRoute(path: string): { method: string; path: string } | null {
 
 /** A call at /api/v1 as a program makes it: path parameters in the path, the rest in the query (GET, DELETE) or the body. */
 async function rest(route: { method: string; path: string }, input: unknown, headers: Record<string, string>): Promise<MatrixReply> {
+  // Path parameters from the input, the rest in the query (GET, DELETE) or the body.
   const fields = { ...(input as Record<string, unknown> | undefined) };
   const path = route.path.replace(/\{(\w+)\}/g, (_, name: string) => {
-    const value = String(fields[name]);
+    const value = fields[name];
     delete fields[name];
-    return encodeURIComponent(value);
+    return encodeURIComponent(String(value));
   });
   const inQuery = route.method === 'GET' || route.method === 'DELETE';
-  const query = inQuery && Object.keys(fields).length ? `?${new URLSearchParams(fields as Record<string, string>)}` : '';
-  const res = await fetch(`${server.base}/api/v1${path}${query}`, {
+  const query = inQuery ? new URLSearchParams(Object.entries(fields).flatMap(([k, v]) => (Array.isArray(v) ? v.map((x) => [k, String(x)]) : [[k, String(v)]]))) : null;
+  const res = await fetch(`${server.base}/api/v1${path}${query && query.size ? `?${query}` : ''}`, {
     method: route.method,
     headers: { 'content-type': 'application/json', ...headers },
-    body: inQuery ? undefined : JSON.stringify(input === undefined ? {} : fields),
+    body: inQuery ? undefined : JSON.stringify(fields),
   });
-  const body = (await res.json()) as { code?: string; message?: string; data?: { conflict?: unknown } };
-  if (res.status >= 400) return { status: res.status, code: body.code ?? String(res.status), message: body.message, conflict: body.data?.conflict };
+  // Every error answer is problem details (server/http/problem.ts): its `code` is the tRPC code.
+  const body = (await res.json()) as { code?: string; detail?: string; conflict?: unknown };
+  if (res.status >= 400) return { status: res.status, code: body.code ?? String(res.status), message: body.detail, conflict: body.conflict };
   return { status: res.status, code: 'OK', result: body };
 }
 

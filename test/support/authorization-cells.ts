@@ -15,6 +15,8 @@ export interface ProjectRows {
   projectId: string;
   contactId: string;
   contactEmail: string;
+  /** A contact with no executions, for contacts.erase. */
+  erasableContactId: string;
   workflowId: string;
   executionId: string;
   /** A WAITING wait step of executionId. */

@@ -52,6 +52,7 @@ export async function projectWithRows(db: Db, name: string): Promise<ProjectRows
   const project = await createProject(db, name);
   const contactEmail = `${name}-contact@example.com`;
   const contact = await createContact(db, project.id, contactEmail);
+  const erasable = await createContact(db, project.id, `${name}-erasable@example.com`);
   const workflow = await workflowFrom(db, project.id, waitWorkflow({ name: `${name} waits` }));
   const enrolled = await enroll(db, { projectId: project.id, workflowId: workflow.id, contactId: contact.id });
   if (!enrolled.ok) throw new Error(`fixture enrollment failed: ${JSON.stringify(enrolled)}`);
@@ -76,6 +77,7 @@ export async function projectWithRows(db: Db, name: string): Promise<ProjectRows
     projectId: project.id,
     contactId: contact.id,
     contactEmail,
+    erasableContactId: erasable.id,
     workflowId: workflow.id,
     executionId: enrolled.executionId,
     stepExecutionId: wait.id,

@@ -57,6 +57,37 @@ export const DATA_ROWS: Record<string, MatrixRow> = {
       expect(ok(reply, cell), cell).toMatchObject({ id: own.contactId, email: own.contactEmail, data: { source: 'matrix' } });
     },
   },
+  'contacts.find': {
+    minimum: 'VIEWER',
+    input: (own) => ({ id: own.contactId }),
+    foreign: (other) => [{ id: other.contactId }],
+    answer: (reply, own, _input, cell) => expect(ok(reply, cell), cell).toMatchObject({ id: own.contactId, email: own.contactEmail }),
+  },
+  'contacts.findByEmail': {
+    minimum: 'VIEWER',
+    input: (own) => ({ email: own.contactEmail.toUpperCase() }),
+    foreign: (other) => [{ email: other.contactEmail }],
+    answer: (reply, own, _input, cell) => expect(ok(reply, cell), cell).toMatchObject({ id: own.contactId, email: own.contactEmail }),
+  },
+  'contacts.page': {
+    minimum: 'VIEWER',
+    input: () => ({ limit: 200 }),
+    answer: (reply, own, _input, cell) => {
+      const page = ok(reply, cell);
+      expect(emailsOf(page.items), cell).toContain(own.contactEmail);
+      expect(emailsOf(page.items).filter((email: string) => email.startsWith('other-')), cell).toEqual([]);
+      expect(page.next, cell).toBeNull();
+    },
+  },
+  'contacts.erase': {
+    minimum: 'MARKETER',
+    // The fixture's contact without executions: erasing it again answers the same.
+    input: (own) => ({ id: own.erasableContactId }),
+    foreign: (other) => [{ id: other.erasableContactId }],
+    answer: (reply, own, _input, cell) => {
+      expect(ok(reply, cell), cell).toMatchObject({ id: own.erasableContactId, email: `erased-${own.erasableContactId}@erased.invalid` });
+    },
+  },
   'contacts.setSubscribed': {
     minimum: 'MARKETER',
     input: (own) => ({ id: own.contactId, subscribed: true }),
@@ -83,6 +114,26 @@ export const DATA_ROWS: Record<string, MatrixRow> = {
       const workflow = ok(reply, cell);
       expect({ id: workflow.id, name: workflow.name }, cell).toEqual({ id: own.workflowId, name: 'own waits' });
       expect(workflow.steps.map((s: Row) => s.key).sort(), cell).toEqual(['hello', 'reminder', 'start', 'thanks', 'wait']);
+    },
+  },
+  'workflows.page': {
+    minimum: 'VIEWER',
+    input: () => ({}),
+    answer: (reply, own, _input, cell) => {
+      const page = ok(reply, cell);
+      expect(page.items.find((w: Row) => w.id === own.workflowId), cell).toMatchObject({ name: 'own waits' });
+      expect(page.items.filter((w: Row) => w.name === 'other waits'), cell).toEqual([]);
+      expect(page.next, cell).toBeNull();
+    },
+  },
+  'workflows.find': {
+    minimum: 'VIEWER',
+    input: (own) => ({ id: own.workflowId }),
+    foreign: (other) => [{ id: other.workflowId }],
+    answer: (reply, own, _input, cell) => {
+      const workflow = ok(reply, cell);
+      expect(workflow, cell).toMatchObject({ id: own.workflowId, name: 'own waits' });
+      expect(workflow.versions.map((v: Row) => v.number), cell).toContain(1);
     },
   },
   'workflows.create': {
@@ -186,6 +237,17 @@ export const DATA_ROWS: Record<string, MatrixRow> = {
       });
     },
   },
+  'enrollments.enrollBatch': {
+    minimum: 'MARKETER',
+    input: (own) => ({ workflowId: own.workflowId, contacts: [{ email: `${unique('batch')}@example.com` }] }),
+    foreign: (other) => [{ workflowId: other.workflowId, contacts: [{ email: `${unique('batch')}@example.com` }] }],
+    answer: (reply, _own, input, cell) => {
+      expect(ok(reply, cell), cell).toMatchObject({
+        results: [{ row: 1, email: (input as Row).contacts[0].email, executionId: uuid() }],
+        summary: { rows: 1, enrolled: 1, failed: 0 },
+      });
+    },
+  },
   'enrollments.importCsv': {
     minimum: 'MARKETER',
     optional: true,
@@ -204,6 +266,12 @@ export const DATA_ROWS: Record<string, MatrixRow> = {
     input: (own) => ({ name: 'matrix_event', contactId: own.contactId }),
     foreign: (other) => [{ name: 'matrix_event', contactId: other.contactId }],
     answer: (reply, _own, _input, cell) => expect(ok(reply, cell), cell).toEqual({ eventId: uuid(), duplicate: false }),
+  },
+  'events.trackMany': {
+    minimum: 'MARKETER',
+    input: (own) => ({ events: [{ name: 'matrix_event', contactId: own.contactId }] }),
+    // Another project's contact is each event's own answer, never a write there.
+    answer: (reply, _own, _input, cell) => expect(ok(reply, cell), cell).toEqual({ results: [{ index: 0, eventId: uuid(), duplicate: false }] }),
   },
   'events.list': {
     minimum: 'VIEWER',
@@ -243,6 +311,33 @@ export const DATA_ROWS: Record<string, MatrixRow> = {
     answer: (reply, own, _input, cell) => {
       expect(ok(reply, cell), cell).toMatchObject({ id: own.executionId, contactEmail: own.contactEmail, workflowName: 'own waits', status: 'WAITING', stepKey: 'wait' });
     },
+  },
+  'executions.find': {
+    minimum: 'VIEWER',
+    input: (own) => ({ id: own.executionId }),
+    foreign: (other) => [{ id: other.executionId }],
+    answer: (reply, own, _input, cell) => {
+      const execution = ok(reply, cell);
+      expect(execution, cell).toMatchObject({ id: own.executionId, contactEmail: own.contactEmail, status: 'WAITING', stepKey: 'wait' });
+      expect(execution.steps.length, cell).toBeGreaterThan(0);
+    },
+  },
+  'executions.page': {
+    minimum: 'VIEWER',
+    input: () => ({ limit: 200 }),
+    foreign: (other) => [{ workflowId: other.workflowId }],
+    answer: (reply, own, _input, cell) => {
+      const items = ok(reply, cell).items as Row[];
+      expect(items.length, cell).toBeGreaterThan(0);
+      expect(items.filter((e) => e.workflowId !== own.workflowId), cell).toEqual([]);
+    },
+  },
+  'executions.cancel': {
+    minimum: 'OPERATOR',
+    // Version 0 is stale by now: the CAS loses, and the execution stays WAITING.
+    input: (own) => ({ id: own.executionId, expectedVersion: 0, reason: 'matrix cancel' }),
+    foreign: (other) => [{ id: other.executionId, expectedVersion: 0, reason: 'matrix cancel' }],
+    answer: (reply, _own, _input, cell) => refused(reply, cell, 409, 'CONFLICT', 'STALE_VERSION'),
   },
   'executions.stats': {
     minimum: 'VIEWER',

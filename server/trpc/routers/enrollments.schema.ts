@@ -18,7 +18,7 @@ export const enrollInput = z
     }
   });
 
-export const enrollOutput = z.object({ executionId: z.string() });
+export const enrollOutput = z.object({ executionId: z.string().meta({ example: '7c9e6679-7425-40de-944b-e07fc1f90ae7' }) });
 
 /** An enrollMany row. Typed for clients, but checked row by row in the handler, not here. */
 export interface EnrollManyRow {
@@ -61,4 +61,35 @@ export const importCsvInput = z.object({
   workflowId: id,
   /** A header row with an `email` column; every other column becomes a key of the contact's data. */
   csv: z.string().min(1).max(BULK_BYTES_MAX),
+});
+
+/** The most rows of one POST /api/v1/enrollments/batch (enrollments.enrollBatch). */
+export const ENROLL_BATCH_MAX = 1000;
+
+/** enrollMany's input, bounded for /api/v1 (the console's CSV import takes up to BULK_ROWS_MAX). */
+export const enrollBatchInput = z.object({
+  workflowId: id.meta({ example: '0b5e2f4c-1d3a-4e6f-8a9b-0c1d2e3f4a5b' }),
+  contacts: z
+    .array(z.custom<EnrollManyRow>(() => true).meta({ type: 'object', additionalProperties: true, description: 'A row: `email` and optional `data` (merged into the contact).', example: { email: 'ada@example.com', data: { plan: 'pro' } } }))
+    .min(1)
+    .max(ENROLL_BATCH_MAX),
+});
+
+export const enrollBatchOutput = z.object({
+  results: z.array(
+    z.object({
+      /** 1-based position in `contacts`. */
+      row: z.number().int(),
+      email: z.string().nullable(),
+      executionId: z.string().optional(),
+      error: z
+        .object({
+          reason: z.string().meta({ description: 'INVALID, ACTIVE_EXECUTION, REENTRY_BLOCKED, WORKFLOW_DISABLED, WORKFLOW_NOT_FOUND or FAILED.' }),
+          message: z.string(),
+          executionId: z.string().optional(),
+        })
+        .optional(),
+    }),
+  ),
+  summary: z.object({ rows: z.number().int(), enrolled: z.number().int(), failed: z.number().int(), reasons: z.record(z.string(), z.number().int()) }),
 });

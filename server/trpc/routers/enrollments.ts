@@ -7,7 +7,7 @@ import type { Acting } from '../../engine/audit';
 import type { Db } from '../../db';
 import { acting } from '../audit';
 import { ConflictError, conflictError, marketerProcedure, router } from '../trpc';
-import { enrollInput, enrollManyInput, enrollOutput, importCsvInput } from './enrollments.schema';
+import { enrollBatchInput, enrollBatchOutput, enrollInput, enrollManyInput, enrollOutput, importCsvInput, type EnrollManyRow } from './enrollments.schema';
 
 /**
  * The API's answer to a refused enrollment. A disabled workflow is PRECONDITION_FAILED,
@@ -55,6 +55,15 @@ function csvError(message: string): TRPCError {
   });
 }
 
+/** enrollMany's rows into a workflow that must be enrollable first, each row answered on its own. */
+async function enrollContacts(db: Db, by: Acting, workflowId: string, contacts: EnrollManyRow[]) {
+  await requireEnrollable(db, by, workflowId, 'enrollments.enrollMany');
+  function* rows(): Generator<BulkRow> {
+    for (const raw of contacts) yield parseRow(raw);
+  }
+  return enrollRows({ db, by, workflowId, action: 'enrollments.enrollMany', source: 'rows' }, rows());
+}
+
 export const enrollmentsRouter = router({
   /** Enroll one contact (by id or email) into a workflow. */
   enroll: marketerProcedure
@@ -63,6 +72,7 @@ export const enrollmentsRouter = router({
         method: 'POST',
         path: '/enrollments',
         tags: ['enrollments'],
+        operationId: 'enrollContact',
         summary: 'Enroll a contact into a workflow',
         description:
           'Give contactId or email (a new email creates the contact). 409 CONFLICT with conflict.reason ACTIVE_EXECUTION or REENTRY_BLOCKED when the contact may not enter; 412 when the workflow is disabled.',
@@ -84,18 +94,26 @@ export const enrollmentsRouter = router({
     }),
 
   /** Enroll up to 10,000 contacts by email; each row is answered on its own. */
-  enrollMany: marketerProcedure.input(enrollManyInput).mutation(async ({ ctx, input }) => {
-    const by = acting(ctx.actor);
-    await requireEnrollable(ctx.db, by, input.workflowId, 'enrollments.enrollMany');
-    function* rows(): Generator<BulkRow> {
-      for (const raw of input.contacts) yield parseRow(raw);
-    }
-    const { results, summary } = await enrollRows(
-      { db: ctx.db, by, workflowId: input.workflowId, action: 'enrollments.enrollMany', source: 'rows' },
-      rows(),
-    );
-    return { results, summary };
-  }),
+  enrollMany: marketerProcedure.input(enrollManyInput).mutation(({ ctx, input }) => enrollContacts(ctx.db, acting(ctx.actor), input.workflowId, input.contacts)),
+
+  /** enrollMany for /api/v1, up to 1,000 rows: the same rows, outcomes and audit. */
+  enrollBatch: marketerProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/enrollments/batch',
+        operationId: 'enrollContacts',
+        tags: ['enrollments'],
+        summary: 'Enroll up to 1,000 contacts',
+        description:
+          'Each row (`email`, optional `data`) answered on its own in `results` as enrollMany answers it: `executionId`, or `error` with its reason (INVALID, ACTIVE_EXECUTION, REENTRY_BLOCKED, ...). 500 rows per transaction; the call is audited `enrollments.enrollMany`. A workflow that is not the project\'s is 404, a disabled one 412, before any row is read.',
+        protect: true,
+        errorResponses: [400, 401, 403, 404, 412],
+      },
+    })
+    .input(enrollBatchInput)
+    .output(enrollBatchOutput)
+    .mutation(({ ctx, input }) => enrollContacts(ctx.db, acting(ctx.actor), input.workflowId, input.contacts)),
 
   /** enrollMany from a CSV text: a header row with `email`, other columns into the contact's data. */
   importCsv: marketerProcedure.input(importCsvInput).mutation(async ({ ctx, input }) => {

@@ -42,3 +42,27 @@ export const trackEventOutput = z.object({
   /** True when the idempotency key had been used: eventId is the first event's. */
   duplicate: z.boolean(),
 });
+
+/** The most events of one events.trackMany call (POST /api/v1/events/batch). */
+export const EVENT_BATCH_MAX = 1000;
+
+export const trackManyInput = z.object({
+  // Events pass unchecked here so that one bad event cannot fail the call: the handler
+  // checks each against trackEventInput and answers it on its own.
+  events: z
+    .array(z.custom<z.input<typeof trackEventInput>>(() => true).meta({ type: 'object', additionalProperties: true, description: 'An event as POST /events takes it.', example: { name: 'purchase', email: 'ada@example.com', data: { total: 42 }, idempotencyKey: 'order-1042' } }))
+    .min(1)
+    .max(EVENT_BATCH_MAX),
+});
+
+export const trackManyOutput = z.object({
+  results: z.array(
+    z.object({
+      /** 0-based position in `events`. */
+      index: z.number().int(),
+      eventId: z.string().optional(),
+      duplicate: z.boolean().optional(),
+      error: z.object({ reason: z.string().meta({ description: 'INVALID (with the issues in message) or CONTACT_NOT_FOUND.' }), message: z.string() }).optional(),
+    }),
+  ),
+});

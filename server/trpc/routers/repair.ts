@@ -26,7 +26,7 @@ const notFound = (message: string) => new TRPCError({ code: 'NOT_FOUND', message
  * the database too busy to finish it (rolled back, audited FAILED) is SERVICE_UNAVAILABLE
  * with Retry-After and `data.conflict.reason` BUSY.
  */
-function answer({ target, result }: ApplyOneResult) {
+export function repairAnswer({ target, result }: ApplyOneResult) {
   if (result.ok) return result;
   switch (result.code) {
     case 'CONFLICT':
@@ -131,7 +131,7 @@ export const repairRouter = router({
    * proxies would take them for Function.prototype methods; hence `applyOne`.)
    */
   applyOne: operatorProcedure.input(applyInput).mutation(async ({ ctx, input }) =>
-    answer(await applyOneRepair(ctx.db, { ...input, projectId: ctx.actor.projectId, actor: ctx.actor.id }, stuckScope(ctx.actor.projectId))),
+    repairAnswer(await applyOneRepair(ctx.db, { ...input, projectId: ctx.actor.projectId, actor: ctx.actor.id }, stuckScope(ctx.actor.projectId))),
   ),
 
   /**

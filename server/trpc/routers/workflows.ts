@@ -15,8 +15,13 @@ import {
   publishInput,
   saveDraftInput,
   setWorkflowEnabledInput,
+  workflowDetailInput,
+  workflowDetailOutput,
+  workflowPageInput,
+  workflowPageOutput,
   workflowVersionsInput,
 } from './workflows.schema';
+import { asOutput } from '../rest';
 
 const NOT_FOUND = () => new TRPCError({ code: 'NOT_FOUND', message: 'No such workflow in this project.' });
 
@@ -38,6 +43,53 @@ export const workflowsRouter = router({
     }
     return workflow;
   }),
+
+  /** /api/v1: the project's workflows in the shape of every list (one page). */
+  page: viewerProcedure
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/workflows',
+        operationId: 'listWorkflows',
+        tags: ['workflows'],
+        summary: 'List workflows',
+        description: 'Every workflow of the project by name, with its latest version, step count and executions by status. One page: `next` is always null.',
+        protect: true,
+        errorResponses: [401, 403],
+      },
+    })
+    .input(workflowPageInput)
+    .output(workflowPageOutput)
+    .query(async ({ ctx }) => asOutput(workflowPageOutput, { items: await listWorkflows(ctx.db, stuckScope(ctx.actor.projectId)), next: null })),
+
+  /** /api/v1: a workflow at one version (`get`) with its published versions (`versions`). */
+  find: viewerProcedure
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/workflows/{id}',
+        operationId: 'getWorkflow',
+        tags: ['workflows'],
+        summary: 'Get a workflow with its versions',
+        description:
+          'The workflow at `version` (default the latest): its steps (with how many active executions stand at each) and transitions, the version shown, and every published version, newest first. An unknown version is 404.',
+        protect: true,
+        errorResponses: [400, 401, 403, 404],
+      },
+    })
+    .input(workflowDetailInput)
+    .output(workflowDetailOutput)
+    .query(async ({ ctx, input }) => {
+      const projectId = ctx.actor.projectId;
+      const [workflow, versions] = await Promise.all([
+        workflowDetail(ctx.db, { ...stuckScope(projectId, input.id), workflowId: input.id, version: input.version }),
+        listVersions(ctx.db, projectId, input.id),
+      ]);
+      if (!workflow || !versions) {
+        throw new TRPCError({ code: 'NOT_FOUND', message: input.version ? `No version ${input.version} of such a workflow in this project.` : 'No such workflow in this project.' });
+      }
+      return asOutput(workflowDetailOutput, { ...workflow, versions: versions.items });
+    }),
 
   /** The workflow's published versions, newest first: who published each and when, its steps, its active executions. */
   versions: viewerProcedure.input(workflowVersionsInput).query(async ({ ctx, input }) => {
