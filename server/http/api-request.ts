@@ -189,3 +189,17 @@ export function withDecodedPathParams(req: Request): Request {
   url.pathname = decoded;
   return new Request(url, req);
 }
+
+/**
+ * A change with no body at all (`POST /executions/{id}/cancel`-style operations whose input
+ * is all in the path, sent by a client that sends nothing) is read as the empty JSON object
+ * `{}`, as every operation's document says, not refused as an unsupported media type.
+ */
+export async function withEmptyBodyAsJson(req: Request): Promise<Request> {
+  if (req.method === 'GET' || req.method === 'HEAD' || req.method === 'DELETE' || req.headers.has('content-type')) return req;
+  if (req.body && (await req.clone().arrayBuffer()).byteLength > 0) return req;
+  const headers = new Headers(req.headers);
+  headers.set('content-type', 'application/json');
+  headers.delete('content-length');
+  return new Request(req.url, { method: req.method, headers, body: '{}', signal: req.signal });
+}

@@ -4,7 +4,7 @@ import { TRPCError } from '@trpc/server';
 import { asDatabaseUnavailable, errorId, internalErrorMessage, logOutage, outageHeaders } from '../trpc/errors';
 import { appRouter } from '../trpc/root';
 import { createApiContext, type Context } from '../trpc/trpc';
-import { apiRefusal, bodyLimitOf, boundedRequest, malformedRequest, MAX_BATCH_SIZE, refusedRequest, withDecodedPathParams, withDocumentedProcedureNames, withoutCookies, withRefusalHeaders, type ApiRefusal } from './api-request';
+import { apiRefusal, bodyLimitOf, boundedRequest, malformedRequest, MAX_BATCH_SIZE, refusedRequest, withDecodedPathParams, withDocumentedProcedureNames, withEmptyBodyAsJson, withoutCookies, withRefusalHeaders, type ApiRefusal } from './api-request';
 import { REST_BASE_PATH } from './openapi';
 import { asProblem, problem, problemResponse } from './problem';
 import { bodyHashOf, claimIdempotencyKey, idempotencyKeyOf, settleIdempotencyKey } from './idempotency';
@@ -95,7 +95,7 @@ async function restAnswer(incoming: Request): Promise<Response> {
   if (refusal) return withRefusalHeaders(await serveRest(refusedRequest(incoming), () => Promise.reject(refusal.error)), refusal);
   const bounded = await boundedRequest(incoming, bodyLimitOf(incoming, { cookies: false }));
   if (bounded instanceof Response) return bounded;
-  const req = withDecodedPathParams(bounded);
+  const req = await withEmptyBodyAsJson(withDecodedPathParams(bounded));
   const headers = withoutCookies(req.headers);
   const key = req.method === 'POST' ? idempotencyKeyOf(req) : null;
   if (key instanceof Response) return key;

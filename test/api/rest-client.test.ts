@@ -41,7 +41,7 @@ beforeAll(async () => {
   const demo = await t.db.project.findUniqueOrThrow({ where: { name: 'demo' } });
   projectId = demo.id;
   welcomeId = (await t.db.workflow.findFirstOrThrow({ where: { projectId, name: 'Welcome series' } })).id;
-  for (const role of ['VIEWER', 'MARKETER', 'OPERATOR'] as const) {
+  for (const role of ['VIEWER', 'MARKETER', 'OPERATOR', 'OWNER'] as const) {
     const key = generateApiKey();
     await t.db.apiKey.create({ data: { projectId, name: `rest client ${role}`, role, prefix: key.prefix, hashedSecret: key.hashedSecret } });
     keys[role] = key.secret;
@@ -319,6 +319,65 @@ describe('executions and workflows', () => {
     expectProblem(noVersion.response, noVersion.error, 404, '/problems/not-found');
     const unknown = await api.GET('/workflows/{id}', { params: { path: { id: randomUUID() } } });
     expectProblem(unknown.response, unknown.error, 404, '/problems/not-found');
+  });
+});
+
+describe('webhooks', () => {
+  it('an OWNER key adds an endpoint (the secret once), lists, changes (a stale version 409), tests, reads the log page by page, redelivers, rotates and deletes; a MARKETER key is 403', async () => {
+    const api = client(keys.OWNER);
+    const types = await api.GET('/webhooks/event-types');
+    expect(types.data!.map((e) => e.type)).toEqual(expect.arrayContaining(['execution.failed', 'execution.stuck', 'message.failed', 'event.dead', 'repair.applied', 'workflow.published']));
+    const refused = await client(keys.MARKETER).GET('/webhooks/endpoints');
+    expectProblem(refused.response, refused.error, 403, '/problems/forbidden');
+    const privateUrl = await api.POST('/webhooks/endpoints', { body: { url: 'https://169.254.169.254/latest', eventTypes: ['execution.failed'] } });
+    expectProblem(privateUrl.response, privateUrl.error, 400, '/problems/invalid-request');
+
+    const created = await api.POST('/webhooks/endpoints', { body: { url: 'https://hooks.example.com/waypost', eventTypes: ['execution.failed', 'execution.stuck'], description: 'ops pager', stuckThreshold: 5 } });
+    expect(created.data!.secret).toMatch(/^whsec_/);
+    const endpoint = created.data!.endpoint;
+    expect(endpoint).toMatchObject({ url: 'https://hooks.example.com/waypost', enabled: true, stuckThreshold: 5, secretHint: created.data!.secret.slice(-4) });
+    const listed = await api.GET('/webhooks/endpoints');
+    expect(listed.data!.find((e) => e.id === endpoint.id)).toMatchObject({ secretHint: endpoint.secretHint, last24h: { delivered: 0, pending: 0, dead: 0 } });
+    expect(JSON.stringify(listed.data)).not.toContain(created.data!.secret);
+
+    const updated = await api.PATCH('/webhooks/endpoints/{id}', { params: { path: { id: endpoint.id } }, body: { expectedVersion: endpoint.version, enabled: false } });
+    expect(updated.data).toMatchObject({ enabled: false, version: endpoint.version + 1 });
+    const stale = await api.PATCH('/webhooks/endpoints/{id}', { params: { path: { id: endpoint.id } }, body: { expectedVersion: endpoint.version, enabled: true } });
+    expectProblem(stale.response, stale.error, 409, '/problems/conflict');
+    expect(stale.error!.conflict).toMatchObject({ reason: 'STALE_VERSION' });
+    const disabled = await api.POST('/webhooks/endpoints/{id}/test', { params: { path: { id: endpoint.id } } });
+    expectProblem(disabled.response, disabled.error, 412, '/problems/precondition-failed');
+    await api.PATCH('/webhooks/endpoints/{id}', { params: { path: { id: endpoint.id } }, body: { expectedVersion: endpoint.version + 1, enabled: true } });
+
+    // Three test messages (this web server runs no worker: they stay PENDING), read two at a time.
+    const sent = [];
+    for (let i = 0; i < 3; i++) sent.push((await api.POST('/webhooks/endpoints/{id}/test', { params: { path: { id: endpoint.id } } })).data!);
+    expect(sent.map((m) => m.status)).toEqual(['PENDING', 'PENDING', 'PENDING']);
+    const first = await api.GET('/webhooks/endpoints/{endpointId}/deliveries', { params: { path: { endpointId: endpoint.id }, query: { limit: 2 } } });
+    expect(first.data!.items).toHaveLength(2);
+    const nextUrl = new URL(first.data!.next!, server!.base);
+    expect(nextUrl.pathname).toBe(`/api/v1/webhooks/endpoints/${endpoint.id}/deliveries`);
+    const second = await api.GET('/webhooks/endpoints/{endpointId}/deliveries', { params: { path: { endpointId: endpoint.id }, query: { limit: 2, cursor: nextUrl.searchParams.get('cursor')! } } });
+    expect([...first.data!.items, ...second.data!.items].map((m) => m.id).sort()).toEqual(sent.map((m) => m.id).sort());
+    expect(second.data!.next).toBeNull();
+
+    const message = sent[0]!;
+    const one = await api.GET('/webhooks/deliveries/{id}', { params: { path: { id: message.id } } });
+    expect(one.data).toMatchObject({ id: message.id, eventType: 'webhook.test', webhookId: message.webhookId, attemptLog: [] });
+    const pending = await api.POST('/webhooks/deliveries/{id}/redeliver', { params: { path: { id: message.id } } });
+    expectProblem(pending.response, pending.error, 409, '/problems/conflict');
+    expect(pending.error!.conflict).toMatchObject({ reason: 'ALREADY_PENDING' });
+    await t.query(`UPDATE "WebhookMessage" SET status = 'DEAD', attempts = 6 WHERE id = $1`, [message.id]);
+    const redelivered = await api.POST('/webhooks/deliveries/{id}/redeliver', { params: { path: { id: message.id } } });
+    expect(redelivered.data).toMatchObject({ id: message.id, webhookId: message.webhookId, status: 'PENDING', attempts: 0 });
+
+    const rotated = await api.POST('/webhooks/endpoints/{id}/rotate-secret', { params: { path: { id: endpoint.id } } });
+    expect(rotated.data!.secret).toMatch(/^whsec_/);
+    expect(rotated.data!.secret).not.toBe(created.data!.secret);
+    const deleted = await api.DELETE('/webhooks/endpoints/{id}', { params: { path: { id: endpoint.id } } });
+    expect(deleted.data!.id).toBe(endpoint.id);
+    const gone = await api.GET('/webhooks/deliveries/{id}', { params: { path: { id: message.id } } });
+    expectProblem(gone.response, gone.error, 404, '/problems/not-found');
   });
 });
 

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { id, label, limit, version } from '../../common/inputs';
 import { WEBHOOK_EVENT_TYPES } from '../../common/webhook-events';
 import { cursor } from '../keyset';
+import { idOutput, pageOutput } from '../rest';
 
 // webhooks.*'s inputs and outputs (outputs too: the procedures are also /api/v1 endpoints,
 // whose OpenAPI document describes what they answer).
@@ -57,11 +58,11 @@ export const listDeliveriesInput = z.object({
 // ---------------------------------------------------------------------------
 // Outputs
 
-export const eventTypesOutput = z.array(z.object({ type: z.string(), description: z.string() }));
+export const eventTypesOutput = z.array(z.object({ type: z.string().meta({ example: 'execution.failed' }), description: z.string().meta({ example: 'an execution failed (a step failed on its last attempt)' }) }));
 
 export const endpointOutput = z.object({
-  id: z.string(),
-  url: z.string(),
+  id: idOutput,
+  url: z.string().meta({ example: 'https://hooks.example.com/waypost' }),
   description: z.string().nullable(),
   eventTypes: z.array(z.string()),
   enabled: z.boolean(),
@@ -91,7 +92,7 @@ export const createdEndpointOutput = z.object({
 export const rotatedSecretOutput = z.object({ secret: z.string(), endpoint: endpointOutput });
 
 export const deliveryOutput = z.object({
-  id: z.string(),
+  id: idOutput,
   /** The webhook-id header: the same on every attempt and redelivery. */
   webhookId: z.string(),
   endpointId: z.string(),
@@ -106,7 +107,8 @@ export const deliveryOutput = z.object({
   createdAt: z.date(),
 });
 
-export const deliveriesOutput = z.object({ items: z.array(deliveryOutput), nextCursor: z.string().nullable() });
+/** A page of the log: `next` is the REST link to the next page (as every /api/v1 list has), `nextCursor` its cursor for the console. */
+export const deliveriesOutput = pageOutput(deliveryOutput).extend({ nextCursor: z.string().nullable() });
 
 export const deliveryDetailOutput = deliveryOutput.extend({
   payload: z.unknown(),

@@ -31,6 +31,7 @@ import {
   updateWebhookInput,
   webhookIdInput,
 } from './webhooks.schema';
+import { nextLink } from '../rest';
 
 // A project's outgoing webhooks (OWNER only): its endpoints, their delivery logs, redeliver
 // and a test event. Also /api/v1/webhooks/... for programs with an OWNER key. Every change
@@ -65,13 +66,13 @@ function refusalError(refusal: Refusal, what: 'endpoint' | 'delivery' = 'endpoin
   }
 }
 
-const openapi = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: `/webhooks/${string}`, operationId: string, summary: string, errorResponses: number[], description?: string) => ({
-  openapi: { method, path, tags: ['webhooks'], operationId, summary, ...(description ? { description } : {}), protect: true, errorResponses: [401, 403, ...errorResponses] },
+const openapi = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: `/webhooks/${string}`, operationId: string, summary: string, errorResponses: number[], description: string) => ({
+  openapi: { method, path, tags: ['webhooks'], operationId, summary, description, protect: true, errorResponses: [401, 403, ...errorResponses] },
 }) satisfies OpenApiMeta;
 
 export const webhooksRouter = router({
   eventTypes: ownerProcedure
-    .meta(openapi('GET', '/webhooks/event-types', 'listWebhookEventTypes', 'The event types an endpoint can subscribe to', []))
+    .meta(openapi('GET', '/webhooks/event-types', 'listWebhookEventTypes', 'The event types an endpoint can subscribe to', [], 'Each type with what it means; an endpoint subscribes to any of them by name (docs/webhooks.md has every payload).'))
     .output(eventTypesOutput)
     .query(() => WEBHOOK_EVENT_TYPES.map((type) => ({ type, description: WEBHOOK_EVENT_DESCRIPTIONS[type] }))),
 
@@ -111,7 +112,7 @@ export const webhooksRouter = router({
     }),
 
   delete: ownerProcedure
-    .meta(openapi('DELETE', '/webhooks/endpoints/{id}', 'deleteWebhookEndpoint', 'Delete an endpoint and its delivery log', [404]))
+    .meta(openapi('DELETE', '/webhooks/endpoints/{id}', 'deleteWebhookEndpoint', 'Delete an endpoint and its delivery log', [404], 'Its pending messages are never sent; answers the endpoint as it was. Audited.'))
     .input(webhookIdInput)
     .output(endpointOutput)
     .mutation(async ({ ctx, input }) => {
@@ -121,17 +122,18 @@ export const webhooksRouter = router({
     }),
 
   deliveries: ownerProcedure
-    .meta(openapi('GET', '/webhooks/endpoints/{endpointId}/deliveries', 'listWebhookDeliveries', "An endpoint's delivery log, newest first", [400, 404]))
+    .meta(openapi('GET', '/webhooks/endpoints/{endpointId}/deliveries', 'listWebhookDeliveries', "An endpoint's delivery log, newest first", [400, 404], 'Every message to the endpoint with its status, attempts and last answer; `status` filters (PENDING, DELIVERED, DEAD); pages through `next`.'))
     .input(listDeliveriesInput)
     .output(deliveriesOutput)
     .query(async ({ ctx, input }) => {
       const found = await listDeliveries(ctx.db, { ...input, projectId: ctx.actor.projectId });
       if (!found) throw refusalError({ ok: false, reason: 'NOT_FOUND' });
-      return page(found.rows, input.limit, (row) => ({ at: row.createdAt, id: row.id }));
+      const { items, nextCursor } = page(found.rows, input.limit, (row) => ({ at: row.createdAt, id: row.id }));
+      return { items, nextCursor, next: nextLink(`/webhooks/endpoints/${input.endpointId}/deliveries`, { status: input.status, limit: input.limit }, nextCursor) };
     }),
 
   delivery: ownerProcedure
-    .meta(openapi('GET', '/webhooks/deliveries/{id}', 'getWebhookDelivery', 'One delivery with its payload and attempts', [404]))
+    .meta(openapi('GET', '/webhooks/deliveries/{id}', 'getWebhookDelivery', 'One delivery with its payload and attempts', [404], 'The message as signed (its payload and webhook-id) and every attempt: when, the HTTP status or error, the latency and the first 1 KB of the answer.'))
     .input(webhookIdInput)
     .output(deliveryDetailOutput)
     .query(async ({ ctx, input }) => {
@@ -151,7 +153,7 @@ export const webhooksRouter = router({
     }),
 
   sendTest: ownerProcedure
-    .meta(openapi('POST', '/webhooks/endpoints/{id}/test', 'sendWebhookTest', 'Send a webhook.test event to one endpoint', [404, 412]))
+    .meta(openapi('POST', '/webhooks/endpoints/{id}/test', 'sendWebhookTest', 'Send a webhook.test event to one endpoint', [404, 412], 'Queues a signed webhook.test message to this endpoint only, delivered like any other; 412 ENDPOINT_DISABLED when the endpoint is switched off.'))
     .input(webhookIdInput)
     .output(deliveryOutput)
     .mutation(async ({ ctx, input }) => {

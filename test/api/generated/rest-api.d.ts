@@ -253,6 +253,174 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/webhooks/event-types": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The event types an endpoint can subscribe to
+         * @description Each type with what it means; an endpoint subscribes to any of them by name (docs/webhooks.md has every payload).
+         */
+        get: operations["listWebhookEventTypes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The project's webhook endpoints
+         * @description Each with its last 24 hours (delivered, pending, dead) and its last delivery. Secrets are never listed: secretHint is the last 4 characters.
+         */
+        get: operations["listWebhookEndpoints"];
+        put?: never;
+        /**
+         * Add a webhook endpoint
+         * @description Answers the signing secret (whsec_...) this once. The URL must be https (http only for a host in WEBHOOK_ALLOWED_HOSTS) and not a loopback, private, link-local or metadata address.
+         */
+        post: operations["createWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/endpoints/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete an endpoint and its delivery log
+         * @description Its pending messages are never sent; answers the endpoint as it was. Audited.
+         */
+        delete: operations["deleteWebhookEndpoint"];
+        options?: never;
+        head?: never;
+        /**
+         * Change an endpoint's settings
+         * @description A compare-and-swap on expectedVersion: 409 with conflict.reason STALE_VERSION and currentVersion when the endpoint changed since it was read.
+         */
+        patch: operations["updateWebhookEndpoint"];
+        trace?: never;
+    };
+    "/webhooks/endpoints/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replace an endpoint's signing secret
+         * @description Answers the new secret this once; deliveries are signed with it from now on.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/endpoints/{endpointId}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An endpoint's delivery log, newest first
+         * @description Every message to the endpoint with its status, attempts and last answer; `status` filters (PENDING, DELIVERED, DEAD); pages through `next`.
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/deliveries/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One delivery with its payload and attempts
+         * @description The message as signed (its payload and webhook-id) and every attempt: when, the HTTP status or error, the latency and the first 1 KB of the answer.
+         */
+        get: operations["getWebhookDelivery"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/deliveries/{id}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deliver a dead or delivered message again
+         * @description Back to PENDING with its attempts reset, the same webhook-id (receivers dedupe). 409 with conflict.reason ALREADY_PENDING when it is pending already.
+         */
+        post: operations["redeliverWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/endpoints/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a webhook.test event to one endpoint
+         * @description Queues a signed webhook.test message to this endpoint only, delivered like any other; 412 ENDPOINT_DISABLED when the endpoint is switched off.
+         */
+        post: operations["sendWebhookTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2028,6 +2196,960 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key’s role is too small, or x-waypost-project names another project */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such row in the key’s project */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A lost compare-and-swap (`conflict` says what won), or a request with this Idempotency-Key still in flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The current state does not allow the action (`conflict.reason`) */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is over its bound */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Idempotency-Key was used for another request (method, path or body) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over a rate limit; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listWebhookEventTypes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @example execution.failed */
+                        type: string;
+                        /** @example an execution failed (a step failed on its last attempt) */
+                        description: string;
+                    }[];
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key’s role is too small, or x-waypost-project names another project */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over a rate limit; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listWebhookEndpoints: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @example 7c9e6679-7425-40de-944b-e07fc1f90ae7
+                         */
+                        id: string;
+                        /** @example https://hooks.example.com/waypost */
+                        url: string;
+                        description: string | null;
+                        eventTypes: string[];
+                        enabled: boolean;
+                        stuckThreshold: number;
+                        stuckIntervalSeconds: number;
+                        secretHint: string;
+                        createdAt: string;
+                        createdById: string | null;
+                        updatedAt: string;
+                        version: number;
+                        last24h: {
+                            delivered: number;
+                            pending: number;
+                            dead: number;
+                        };
+                        lastDelivery: {
+                            messageId: string;
+                            /** @enum {string} */
+                            status: "PENDING" | "DELIVERED" | "DEAD";
+                            at: string;
+                            responseStatus: number | null;
+                        } | null;
+                    }[];
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key’s role is too small, or x-waypost-project names another project */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over a rate limit; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: within 24 hours, the same key with the same method, path and body answers the first answer and writes nothing; with another body, 422. While the first is still running, 409 (`/problems/idempotency-in-progress`).
+                 * @example order-1042-enroll
+                 */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    url: string;
+                    eventTypes: ("execution.failed" | "execution.stuck" | "message.failed" | "event.dead" | "repair.applied" | "workflow.published")[];
+                    description?: string;
+                    stuckThreshold?: number;
+                    stuckIntervalSeconds?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        endpoint: {
+                            /**
+                             * Format: uuid
+                             * @example 7c9e6679-7425-40de-944b-e07fc1f90ae7
+                             */
+                            id: string;
+                            /** @example https://hooks.example.com/waypost */
+                            url: string;
+                            description: string | null;
+                            eventTypes: string[];
+                            enabled: boolean;
+                            stuckThreshold: number;
+                            stuckIntervalSeconds: number;
+                            secretHint: string;
+                            createdAt: string;
+                            createdById: string | null;
+                            updatedAt: string;
+                            version: number;
+                        };
+                        secret: string;
+                    };
+                };
+            };
+            /** @description Invalid input (`issues` names every field) or a malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key’s role is too small, or x-waypost-project names another project */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A lost compare-and-swap (`conflict` says what won), or a request with this Idempotency-Key still in flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is over its bound */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Idempotency-Key was used for another request (method, path or body) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over a rate limit; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @example 7c9e6679-7425-40de-944b-e07fc1f90ae7
+                         */
+                        id: string;
+                        /** @example https://hooks.example.com/waypost */
+                        url: string;
+                        description: string | null;
+                        eventTypes: string[];
+                        enabled: boolean;
+                        stuckThreshold: number;
+                        stuckIntervalSeconds: number;
+                        secretHint: string;
+                        createdAt: string;
+                        createdById: string | null;
+                        updatedAt: string;
+                        version: number;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key’s role is too small, or x-waypost-project names another project */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such row in the key’s project */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over a rate limit; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    expectedVersion: number;
+                    url?: string;
+                    eventTypes?: ("execution.failed" | "execution.stuck" | "message.failed" | "event.dead" | "repair.applied" | "workflow.published")[];
+                    description?: string | null;
+                    enabled?: boolean;
+                    stuckThreshold?: number;
+                    stuckIntervalSeconds?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @example 7c9e6679-7425-40de-944b-e07fc1f90ae7
+                         */
+                        id: string;
+                        /** @example https://hooks.example.com/waypost */
+                        url: string;
+                        description: string | null;
+                        eventTypes: string[];
+                        enabled: boolean;
+                        stuckThreshold: number;
+                        stuckIntervalSeconds: number;
+                        secretHint: string;
+                        createdAt: string;
+                        createdById: string | null;
+                        updatedAt: string;
+                        version: number;
+                    };
+                };
+            };
+            /** @description Invalid input (`issues` names every field) or a malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key’s role is too small, or x-waypost-project names another project */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such row in the key’s project */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A lost compare-and-swap (`conflict` says what won), or a request with this Idempotency-Key still in flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over a rate limit; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: within 24 hours, the same key with the same method, path and body answers the first answer and writes nothing; with another body, 422. While the first is still running, 409 (`/problems/idempotency-in-progress`).
+                 * @example order-1042-enroll
+                 */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        secret: string;
+                        endpoint: {
+                            /**
+                             * Format: uuid
+                             * @example 7c9e6679-7425-40de-944b-e07fc1f90ae7
+                             */
+                            id: string;
+                            /** @example https://hooks.example.com/waypost */
+                            url: string;
+                            description: string | null;
+                            eventTypes: string[];
+                            enabled: boolean;
+                            stuckThreshold: number;
+                            stuckIntervalSeconds: number;
+                            secretHint: string;
+                            createdAt: string;
+                            createdById: string | null;
+                            updatedAt: string;
+                            version: number;
+                        };
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key’s role is too small, or x-waypost-project names another project */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such row in the key’s project */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A lost compare-and-swap (`conflict` says what won), or a request with this Idempotency-Key still in flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is over its bound */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Idempotency-Key was used for another request (method, path or body) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over a rate limit; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                status?: "PENDING" | "DELIVERED" | "DEAD";
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                endpointId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            /**
+                             * Format: uuid
+                             * @example 7c9e6679-7425-40de-944b-e07fc1f90ae7
+                             */
+                            id: string;
+                            webhookId: string;
+                            endpointId: string;
+                            eventType: string;
+                            /** @enum {string} */
+                            status: "PENDING" | "DELIVERED" | "DEAD";
+                            attempts: number;
+                            nextAttemptAt: string;
+                            lastResponseStatus: number | null;
+                            lastLatencyMs: number | null;
+                            lastError: string | null;
+                            deliveredAt: string | null;
+                            createdAt: string;
+                        }[];
+                        /**
+                         * @description The next page: a relative URL to GET as it is, or null on the last page.
+                         * @example /api/v1/contacts?limit=50&cursor=MjAyNi0xMi0wN1QwOTozMDowMC4wMDBafDdjOWU2Njc5
+                         */
+                        next: string | null;
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description Invalid input (`issues` names every field) or a malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key’s role is too small, or x-waypost-project names another project */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such row in the key’s project */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over a rate limit; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @example 7c9e6679-7425-40de-944b-e07fc1f90ae7
+                         */
+                        id: string;
+                        webhookId: string;
+                        endpointId: string;
+                        eventType: string;
+                        /** @enum {string} */
+                        status: "PENDING" | "DELIVERED" | "DEAD";
+                        attempts: number;
+                        nextAttemptAt: string;
+                        lastResponseStatus: number | null;
+                        lastLatencyMs: number | null;
+                        lastError: string | null;
+                        deliveredAt: string | null;
+                        createdAt: string;
+                        payload: unknown;
+                        endpointUrl: string;
+                        attemptLog: {
+                            id: string;
+                            at: string;
+                            responseStatus: number | null;
+                            latencyMs: number;
+                            responseExcerpt: string | null;
+                            error: string | null;
+                            dispatcher: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key’s role is too small, or x-waypost-project names another project */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such row in the key’s project */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over a rate limit; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    redeliverWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: within 24 hours, the same key with the same method, path and body answers the first answer and writes nothing; with another body, 422. While the first is still running, 409 (`/problems/idempotency-in-progress`).
+                 * @example order-1042-enroll
+                 */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @example 7c9e6679-7425-40de-944b-e07fc1f90ae7
+                         */
+                        id: string;
+                        webhookId: string;
+                        endpointId: string;
+                        eventType: string;
+                        /** @enum {string} */
+                        status: "PENDING" | "DELIVERED" | "DEAD";
+                        attempts: number;
+                        nextAttemptAt: string;
+                        lastResponseStatus: number | null;
+                        lastLatencyMs: number | null;
+                        lastError: string | null;
+                        deliveredAt: string | null;
+                        createdAt: string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key’s role is too small, or x-waypost-project names another project */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such row in the key’s project */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A lost compare-and-swap (`conflict` says what won), or a request with this Idempotency-Key still in flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is over its bound */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Idempotency-Key was used for another request (method, path or body) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over a rate limit; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    sendWebhookTest: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: within 24 hours, the same key with the same method, path and body answers the first answer and writes nothing; with another body, 422. While the first is still running, 409 (`/problems/idempotency-in-progress`).
+                 * @example order-1042-enroll
+                 */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @example 7c9e6679-7425-40de-944b-e07fc1f90ae7
+                         */
+                        id: string;
+                        webhookId: string;
+                        endpointId: string;
+                        eventType: string;
+                        /** @enum {string} */
+                        status: "PENDING" | "DELIVERED" | "DEAD";
+                        attempts: number;
+                        nextAttemptAt: string;
+                        lastResponseStatus: number | null;
+                        lastLatencyMs: number | null;
+                        lastError: string | null;
+                        deliveredAt: string | null;
+                        createdAt: string;
+                    };
                 };
             };
             /** @description No valid API key */
