@@ -124,7 +124,7 @@ async function resolveContacts(db: RawDb, projectId: string, rows: EnrollRow[]):
   const found = ids.length
     ? await db.$queryRaw<{ id: string }[]>`
         -- resolveContacts.byId
-        SELECT id FROM "Contact" WHERE id = ANY(${ids}::uuid[]) AND "projectId" = ${projectId}::uuid`
+        SELECT id FROM "Contact" WHERE id = ANY(${ids}::uuid[]) AND "projectId" = ${projectId}::uuid AND "erasedAt" IS NULL`
     : [];
   const known = new Set(found.map((c) => c.id));
 

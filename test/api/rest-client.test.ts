@@ -168,6 +168,9 @@ describe('contacts', () => {
     expect(await t.query(`SELECT 1 FROM "AuditEntry" WHERE action = 'contacts.erase' AND "targetId" = $1`, [contact.id])).toHaveLength(1);
     const gone = await api.GET('/contacts/by-email/{email}', { params: { path: { email: address } } });
     expectProblem(gone.response, gone.error, 404, '/problems/not-found');
+    // An erased contact is no one: enrolling it by its id finds no contact.
+    const reenrolled = await api.POST('/enrollments', { body: { workflowId: welcomeId, contactId: contact.id } });
+    expectProblem(reenrolled.response, reenrolled.error, 404, '/problems/not-found');
     const unknown = await api.DELETE('/contacts/{id}', { params: { path: { id: randomUUID() } } });
     expectProblem(unknown.response, unknown.error, 404, '/problems/not-found');
   });
