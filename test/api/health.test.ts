@@ -6,7 +6,7 @@ import { READY_TIMEOUT_MS } from '../../server/http/health';
 import { newApiKey } from '../support/auth';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { createProject, twoEmailWorkflow, workflowFrom } from '../support/fixtures';
-import { waitFor } from '../support/processes';
+import { connectionRefused, waitFor } from '../support/processes';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy';
 import { startWebServer, type WebServer } from '../support/web-server';
 
@@ -171,17 +171,6 @@ function rawConnection(port: number, text: string) {
   return { more: (rest: string) => socket.write(rest), received };
 }
 
-function refused(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(false);
-    });
-    socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code === 'ECONNREFUSED'));
-  });
-}
-
 describe('SIGTERM', () => {
   it('/readyz turns 503 at once, new connections are refused, a request in flight finishes, and the process exits 0 within SHUTDOWN_SECONDS', async () => {
     const SHUTDOWN_SECONDS = 4;
@@ -202,7 +191,7 @@ describe('SIGTERM', () => {
 
         const signalledAt = Date.now();
         web.child.kill('SIGTERM');
-        await waitFor('new connections to be refused', () => refused(web.port), 10_000, 20);
+        await waitFor('new connections to be refused', () => connectionRefused(web.port), 10_000, 20);
         // The rest of the body, and right behind it on the same connection, /readyz.
         inFlight.more(body.slice(half) + 'GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
         const answers = await inFlight.received;

@@ -1,12 +1,11 @@
 import { request as httpRequest } from 'node:http';
-import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enroll } from '../../server/engine/enrollment';
 import { notifyWorkers } from '../../server/engine/wakeup';
 import { newApiKey } from '../support/auth';
 import { freshDatabase, type TestDatabase } from '../support/database';
 import { createContact, createProject, twoEmailWorkflow, workflowFrom } from '../support/fixtures';
-import { startWorkerProcess, waitFor, type WorkerProcess } from '../support/processes';
+import { connectionRefused, startWorkerProcess, waitFor, type WorkerProcess } from '../support/processes';
 import { apiClient, executionIdOf, expectAllRunOnce } from '../support/reliability';
 import { startWebServer, type WebServer } from '../support/web-server';
 
@@ -63,18 +62,6 @@ function slowEnrollment(port: number, email: string) {
   return { answered, finish: () => finish() };
 }
 
-/** Whether a new TCP connection to the port is refused. */
-function refused(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(false);
-    });
-    socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code === 'ECONNREFUSED'));
-  });
-}
-
 describe('SIGTERM to the web server under load', () => {
   it('lets the requests in flight finish, refuses new connections, answers no 5xx, and exits 0', async () => {
     for (let round = 0; round < ROUNDS; round++) {
@@ -110,7 +97,7 @@ describe('SIGTERM to the web server under load', () => {
         const answeredBefore = statuses.length;
         const signalledAt = Date.now();
         server.child.kill('SIGTERM');
-        await waitFor('the server to stop accepting connections', () => refused(server.port), 30_000, 50);
+        await waitFor('the server to stop accepting connections', () => connectionRefused(server.port), 30_000, 50);
         // Still draining: the request it had begun is answered once its body arrives.
         expect(server.child.exitCode).toBeNull();
         slow.finish();
