@@ -32,9 +32,7 @@ export type ProcessSingletonKey =
   /** server/engine/workflows.ts: workflow graphs read in the last few seconds. */
   | 'engine.workflowGraphs'
   /** server/engine/wakeup.ts: each client's NOTIFY spacing. */
-  | 'engine.wakers'
-  /** server/trpc/routers/templates.send.ts: test emails a minute per person. */
-  | 'trpc.testSendLimits';
+  | 'engine.wakers';
 
 const REGISTRY = Symbol.for('waypost.processRegistry');
 

@@ -1,10 +1,9 @@
 import { TRPCError } from '@trpc/server';
-import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import type { z } from 'zod';
-import type { Db } from '../../db';
+import { poolOf, type Db } from '../../db';
+import { rateCounterFor } from '../../db/rate-counter';
 import type { Actor } from '../../auth/actor';
 import { env } from '../../env';
-import { processSingleton } from '../../process-registry';
 import { writeAudit } from '../../engine/audit';
 import { logTransport, smtpTransport, transportTimeoutMs, type MailTransport } from '../../engine/transport';
 import { findContact, latestContact, type ContactRecord } from '../../read/contacts';
@@ -75,16 +74,16 @@ function configuredTransport(): MailTransport {
     : logTransport((line) => console.info(`templates.testSend: ${line}`));
 }
 
-function testSendLimits(): RateLimiterMemory {
-  return processSingleton('trpc.testSendLimits', () => new RateLimiterMemory({ points: TEST_SENDS_PER_MINUTE, duration: 60 }));
-}
-
-async function chargeTestSend(actor: Actor): Promise<void> {
-  try {
-    await testSendLimits().consume(`${actor.projectId}:${actor.id}`);
-  } catch (rejection) {
-    if (!(rejection instanceof RateLimiterRes)) throw rejection;
-    const seconds = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
+/**
+ * Charged to the person in the project in PostgreSQL's shared counter (server/db/rate-counter.ts),
+ * as the API's limits are: every web process counts the one allowance.
+ */
+async function chargeTestSend(db: Db, actor: Actor): Promise<void> {
+  const pool = poolOf(db);
+  if (!pool) throw new Error('templates.testSend needs a database client with a pool of its own (createDb)');
+  const refusal = await rateCounterFor(pool).take([{ key: `testSend:${actor.projectId}:${actor.id}`, limit: TEST_SENDS_PER_MINUTE, windowSeconds: 60 }], 1);
+  if (refusal) {
+    const seconds = Math.max(1, Math.ceil(refusal.retryAfterMs / 1000));
     throw new TRPCError({ code: 'TOO_MANY_REQUESTS', message: `At most ${TEST_SENDS_PER_MINUTE} test emails a minute: try again in ${seconds} seconds.` });
   }
 }
@@ -117,7 +116,7 @@ export async function sendTestEmail(ctx: Caller, input: z.infer<typeof testSendI
     const what = result.issues.map((i) => `${i.field}: ${i.message}${i.line === undefined ? '' : ` at line ${i.line}, column ${i.column}`}`);
     throw new TRPCError({ code: 'BAD_REQUEST', message: `The template cannot be rendered; nothing was sent. ${what.join('; ')}` });
   }
-  await chargeTestSend(ctx.actor);
+  await chargeTestSend(ctx.db, ctx.actor);
   const to = ctx.actor.label;
   const subject = `[Test] ${result.subject}`;
   const transport = configuredTransport();
