@@ -4,6 +4,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { portInUse, processAlive, startEmbeddedPostgres, type EmbeddedDatabase } from '../server/embedded-postgres';
 import { stopEmbeddedPostgres } from '../scripts/database';
+import { Balancer } from './balancer';
 
 // The processes a drill runs and hurts: its own PostgreSQL (when it owns one), the real
 // web server (scripts/web.ts on the production build) and the worker processes
@@ -51,9 +52,13 @@ export function alive(p: Proc): boolean {
 }
 
 export interface ClusterOptions {
+  /** The URL every child connects through (PostgreSQL's own, or PgBouncer's in the topology mode). */
   databaseUrl: string;
-  webPort: number;
+  /** One web process per port, behind the drill's balancer (balancer.ts). */
+  webPorts: number[];
   workers: number;
+  /** The API calls a minute one key may make (RATE_LIMIT_PER_KEY); 0: no limit. */
+  perKeyLimit?: number;
   /** The env every child gets (lease, grace, fault-transport files...). */
   env: Record<string, string>;
   /** More env for one worker, by index (kept across its restarts). */
@@ -62,17 +67,27 @@ export interface ClusterOptions {
 }
 
 export class Cluster {
-  web: Proc | null = null;
+  webs: (Proc | null)[] = [];
   workers: (Proc | null)[] = [];
   /** Exits the drill did not cause, by process name. */
   unexpectedExits: { name: string; code: number | null; signal: string | null; tail: string }[] = [];
   private stopping = false;
   private readonly authSecret = randomBytes(32).toString('base64url');
 
-  constructor(private readonly opts: ClusterOptions) {}
+  readonly balancer: Balancer;
 
+  constructor(private readonly opts: ClusterOptions) {
+    this.balancer = new Balancer(opts.webPorts.map((port) => `http://127.0.0.1:${port}`));
+  }
+
+  /** Where the next request goes: the balancer's next ready web process. */
   get base(): string {
-    return `http://127.0.0.1:${this.opts.webPort}`;
+    return this.balancer.next();
+  }
+
+  /** The first web process (the one a single-web drill has). */
+  get web(): Proc | null {
+    return this.webs[0] ?? null;
   }
 
   private watch(p: Proc, restart: () => void): void {
@@ -93,43 +108,50 @@ export class Cluster {
     return p;
   }
 
-  startWeb(): Proc {
-    const p = spawnProc('web', 'web.ts', [], {
+  startWeb(i = 0): Proc {
+    const name = this.opts.webPorts.length > 1 ? `web-${i}` : 'web';
+    const p = spawnProc(name, 'web.ts', [], {
       ...this.opts.env,
       NODE_ENV: 'production',
       DATABASE_URL: this.opts.databaseUrl,
-      PORT: String(this.opts.webPort),
+      PORT: String(this.opts.webPorts[i]),
       HOSTNAME: '127.0.0.1',
       TRUSTED_PROXIES: '',
       AUTH_SECRET: this.authSecret,
-      RATE_LIMIT_PER_KEY: '0',
+      RATE_LIMIT_PER_KEY: String(this.opts.perKeyLimit ?? 0),
       RATE_LIMIT_PER_SESSION: '0',
       RATE_LIMIT_PER_ADDRESS: '0',
     });
-    this.web = p;
+    this.webs[i] = p;
     this.watch(p, () => {
-      if (this.web === p) this.startWeb();
+      if (this.webs[i] === p) this.startWeb(i);
     });
     return p;
   }
 
-  async untilServing(ms = 120_000): Promise<void> {
+  /** Until web process `i` (every one, unset) answers the API. */
+  async untilServing(i?: number, ms = 120_000): Promise<void> {
+    const indexes = i === undefined ? this.opts.webPorts.map((_, n) => n) : [i];
     const deadline = Date.now() + ms;
-    while (Date.now() < deadline) {
-      try {
-        if ((await fetch(`${this.base}/api/v1/openapi.json`, { signal: AbortSignal.timeout(5_000) })).status === 200) return;
-      } catch {
-        // not listening yet
+    for (const n of indexes) {
+      const base = `http://127.0.0.1:${this.opts.webPorts[n]}`;
+      for (;;) {
+        try {
+          if ((await fetch(`${base}/api/v1/openapi.json`, { signal: AbortSignal.timeout(5_000) })).status === 200) break;
+        } catch {
+          // not listening yet
+        }
+        if (Date.now() > deadline) throw new Error(`web process ${n} did not answer in ${ms} ms:\n${this.webs[n]?.log() ?? ''}`);
+        await new Promise((r) => setTimeout(r, 250));
       }
-      await new Promise((r) => setTimeout(r, 250));
     }
-    throw new Error(`the web server did not answer in ${ms} ms:\n${this.web?.log() ?? ''}`);
   }
 
   async start(): Promise<void> {
-    this.startWeb();
+    this.opts.webPorts.forEach((_, i) => this.startWeb(i));
     for (let i = 0; i < this.opts.workers; i++) this.startWorker(i);
     await this.untilServing();
+    this.balancer.start();
   }
 
   /** SIGKILL a process the drill then restarts (the watcher ignores this exit). */
@@ -142,7 +164,8 @@ export class Cluster {
 
   async stop(): Promise<void> {
     this.stopping = true;
-    const all = [this.web, ...this.workers].filter((p): p is Proc => p !== null);
+    this.balancer.stop();
+    const all = [...this.webs, ...this.workers].filter((p): p is Proc => p !== null);
     for (const p of all) {
       if (!alive(p)) continue;
       if (p.child.signalCode === null) p.child.kill('SIGCONT');

@@ -17,9 +17,11 @@ import { alive, Cluster, OwnedPostgres, portInRange, ROOT } from './cluster';
 import { runSchedule, SLOW_STEP_TYPE, type FaultRecord } from './faults';
 import { describeFault, FAULT_KINDS, faultSchedule, Rng, type FaultKind } from './schedule';
 import { readLedger, settle } from './settle';
+import type { LimitProbe } from './limit-probe';
+import { keyPerClient, measureSharedLimit, PRODUCTION, SINGLE, topologyViolations } from './topology';
 import { journeyWorkflow, nurtureWorkflow, runClients, signupWorkflow } from './workload';
 
-// `npm run drill [-- --duration 120] [-- --quick] [-- --seed N]`: a Jepsen-style fault
+// `npm run drill [-- --duration 120] [-- --quick] [-- --seed N] [-- --topology]`: a Jepsen-style fault
 // drill. On its own PostgreSQL (embedded, which it may crash and restart) or on
 // DRILL_DATABASE_URL's server (a database of its own, dropped after), it runs the real
 // web server and 4 worker processes, streams enrollments, events and operators' repairs
@@ -27,9 +29,9 @@ import { journeyWorkflow, nurtureWorkflow, runClients, signupWorkflow } from './
 // everything settle (repairing what is left for a person), and checks from the database,
 // the mail provider's ledger and the log of what every client was told that nothing
 // accepted was lost or done twice. Report: drill/results/latest.json (and clients.jsonl,
-// the clients' log). Exits 1 on any violation.
+// the clients' log). Exits 1 on any violation. `--topology` runs the production topology
+// instead (drill/topology.ts): 2 web processes behind a balancer, 3 workers, PgBouncer.
 
-const WORKERS = 4;
 const LEASE_SECONDS = 4;
 const PORTS = { from: 3300, to: 3399 };
 
@@ -41,10 +43,12 @@ interface Args {
   results: string;
   /** One kind of fault alone, three times (drill/guard-mutations.ts): which fault a guard answers. */
   only?: FaultKind;
+  /** The production topology (drill/topology.ts): 2 web processes behind a balancer, 3 workers, PgBouncer. */
+  topology: boolean;
 }
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { duration: 120, quick: false, seed: 1, results: path.join(ROOT, 'drill', 'results') };
+  const args: Args = { duration: 120, quick: false, seed: 1, results: path.join(ROOT, 'drill', 'results'), topology: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     const value = () => {
@@ -53,6 +57,7 @@ function parseArgs(argv: string[]): Args {
       return v;
     };
     if (a === '--quick') args.quick = true;
+    else if (a === '--topology') args.topology = true;
     else if (a === '--duration') args.duration = value();
     else if (a === '--seed') args.seed = value();
     else if (a === '--results' && argv[i + 1]) args.results = path.resolve(argv[++i]!);
@@ -60,7 +65,7 @@ function parseArgs(argv: string[]): Args {
       const kind = argv[++i];
       if (!FAULT_KINDS.includes(kind as FaultKind)) throw new Error(`--only takes one of ${FAULT_KINDS.join(', ')}`);
       args.only = kind as FaultKind;
-    } else throw new Error(`unknown option ${a} (use --duration SECONDS, --quick, --seed N, --results DIR, --only FAULT)`);
+    } else throw new Error(`unknown option ${a} (use --duration SECONDS, --quick, --seed N, --results DIR, --only FAULT, --topology)`);
   }
   if (args.quick && !argv.includes('--duration')) args.duration = 60;
   if (args.duration < 45) throw new Error('--duration is at least 45 seconds (the schedule needs room for every fault)');
@@ -162,12 +167,19 @@ async function main(): Promise<number> {
     };
 
     ensureBuild((line) => progress('build', line));
-    const webPort = await portInRange(PORTS.from, PORTS.to, taken);
-    taken.add(webPort);
+    const topology = args.topology ? PRODUCTION : SINGLE;
+    const WORKERS = topology.workers;
+    const webPorts: number[] = [];
+    for (let i = 0; i < topology.webs; i++) {
+      const port = await portInRange(PORTS.from, PORTS.to, taken);
+      taken.add(port);
+      webPorts.push(port);
+    }
     cluster = new Cluster({
       databaseUrl: url,
-      webPort,
+      webPorts,
       workers: WORKERS,
+      perKeyLimit: topology.perKeyLimit,
       log: (line) => progress('cluster', line),
       env: {
         LEASE_SECONDS: String(LEASE_SECONDS),
@@ -183,25 +195,29 @@ async function main(): Promise<number> {
       // be): it holds each claimed DELAY step 300 ms before parking it, so a SIGSTOP finds claims in hand.
       workerEnv: { [WORKERS - 1]: { WAYPOST_FAULT_PAUSE_AFTER_CLAIM_MS: '300', WAYPOST_FAULT_PAUSE_STEP_TYPE: SLOW_STEP_TYPE } },
     });
-    progress('setup', `web server on ${webPort}, ${WORKERS} workers (lease ${LEASE_SECONDS} s), database ${dbName}`);
+    progress('setup', `web server${webPorts.length > 1 ? 's' : ''} on ${webPorts.join(', ')}, ${WORKERS} workers (lease ${LEASE_SECONDS} s), database ${dbName}${topology.perKeyLimit ? `, RATE_LIMIT_PER_KEY ${topology.perKeyLimit}` : ''}`);
     await cluster.start();
 
     const faults = faultSchedule({ seed: args.seed, duration: args.duration, workers: WORKERS, leaseSeconds: LEASE_SECONDS, ownsPostgres: postgres !== null, only: args.only });
     process.stderr.write(`\nfault schedule (seed ${args.seed}, ${args.duration} s${args.only ? `, ${args.only} only` : ''}):\n${faults.map((f) => `  ${describeFault(f)}`).join('\n')}\n\n`);
 
+    // The shared limit is measured first, with every process up and no fault under way: a
+    // count taken across a PostgreSQL restart or a pool held full would say nothing about it.
+    const limitProbe = args.topology ? await measureSharedLimit(db, project.id, cluster, topology, (line) => progress('limits', line)) : null;
     const log = new ClientLog();
     const c = cluster;
     const marketer = new Api(() => c.base, marketerKey.secret);
     const operator = new Api(() => c.base, operatorKey.secret);
+    const marketerFor = args.topology ? await keyPerClient(db, project.id, () => c.base) : undefined;
     const start = Date.now();
     const end = start + args.duration * 1000;
     const ticker = setInterval(() => {
       const told = (op: string, t: string) => log.count((e) => e.op.startsWith(op) && e.told === t);
       const enroll = ['enroll', 'enrollMany.row', 'importCsv.row'].reduce((n, op) => n + told(op, 'accepted'), 0);
-      progress('run', `${Math.round((Date.now() - start) / 1000)}/${args.duration} s  enrollments ${enroll} accepted  events ${told('track', 'accepted')} accepted  repairs ${told('repair', 'accepted')}  errors ${log.count((e) => e.told === 'error')}  workers up ${c.workers.filter((w) => w && alive(w)).length}`);
+      progress('run', `${Math.round((Date.now() - start) / 1000)}/${args.duration} s  web up ${c.webs.filter((w) => w && alive(w)).length}  enrollments ${enroll} accepted  events ${told('track', 'accepted')} accepted  repairs ${told('repair', 'accepted')}  errors ${log.count((e) => e.told === 'error')}  workers up ${c.workers.filter((w) => w && alive(w)).length}`);
     }, 5_000);
     const [, records] = await Promise.all([
-      runClients({ marketer, operator, log, workflows, rng: new Rng(args.seed), done: () => Date.now() > end, runTag: dbName.slice(-8) }),
+      runClients({ marketer, marketerFor, operator, log, workflows, rng: new Rng(args.seed), done: () => Date.now() > end, runTag: dbName.slice(-8) }),
       runSchedule(faults, { cluster, postgres, databaseUrl: url, mailControl, log: (line) => progress('fault', line) }, start),
     ]);
     clearInterval(ticker);
@@ -222,10 +238,12 @@ async function main(): Promise<number> {
     if (!settled.settled) violations.push({ check: 'did not settle in time', count: 1, sample: [settled.left] });
     // The drill restarts a process that dies on its own so the run goes on, but a worker or
     // web server that crashes on a fault it should ride out is a violation, not a footnote.
+    if (limitProbe) violations.push(...topologyViolations(limitProbe));
     const crashes = cluster.unexpectedExits;
     if (crashes.length > 0) violations.push({ check: 'process exited by itself (a crash, not a fault the drill injected)', count: crashes.length, sample: crashes.map((e) => ({ name: e.name, code: e.code, signal: e.signal, tail: e.tail.slice(-400) })) });
 
-    const report = await buildReport({ pool, args, runSeconds, records, log, settled, violations, invariants, ledgerFile, unexpectedExits: cluster.unexpectedExits, ownsPostgres: postgres !== null, postgresRefusals: postgres?.refusals ?? null });
+    const topologyReport = { webs: topology.webs, workers: topology.workers, perKeyLimit: topology.perKeyLimit, requestsByWebProcess: cluster.balancer.sent, limitProbe };
+    const report = await buildReport({ pool, args, topology: topologyReport, runSeconds, records, log, settled, violations, invariants, ledgerFile, unexpectedExits: cluster.unexpectedExits, ownsPostgres: postgres !== null, postgresRefusals: postgres?.refusals ?? null });
     const dir = args.results;
     mkdirSync(dir, { recursive: true });
     writeFileSync(path.join(dir, 'latest.json'), `${JSON.stringify(report, null, 2)}\n`);
@@ -240,6 +258,8 @@ async function main(): Promise<number> {
 
 interface Report {
   at: string;
+  /** The processes the run had, how the balancer spread the requests, and the shared limit's measure (topology mode). */
+  topology: { webs: number; workers: number; perKeyLimit: number; requestsByWebProcess: number[]; limitProbe: LimitProbe | null };
   commit: string;
   seed: number;
   /** Set for a run of one kind of fault alone (--only). */
@@ -269,6 +289,7 @@ interface Report {
 async function buildReport(o: {
   pool: pg.Pool;
   args: Args;
+  topology: Report['topology'];
   runSeconds: number;
   records: FaultRecord[];
   log: ClientLog;
@@ -296,6 +317,7 @@ async function buildReport(o: {
   const deliveries = [...ledger.values()].reduce((n, v) => n + v.count, 0);
   return {
     at: new Date().toISOString(),
+    topology: o.topology,
     commit: git(['rev-parse', '--short', 'HEAD']) + (git(['status', '--porcelain']) ? '+dirty' : ''),
     seed: o.args.seed,
     only: o.args.only ?? null,
@@ -328,6 +350,9 @@ function printReport(r: Report): string {
   const lines: string[] = [];
   const kv = (o: Record<string, unknown>) => Object.entries(o).map(([k, v]) => `${k} ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`).join(', ') || 'none';
   lines.push('', `drill report (seed ${r.seed}, ${r.durationSeconds} s of ${r.only ? `${r.only} faults only` : 'faults'}, ${r.database}, commit ${r.commit})`);
+  const t = r.topology;
+  lines.push(`  processes:        ${t.webs} web (requests ${t.requestsByWebProcess.join(' / ')}), ${t.workers} workers`);
+  if (t.limitProbe) lines.push(`  per-key limit:    ${t.limitProbe.allowed} of ${t.limitProbe.sent} allowed across the web processes (${t.limitProbe.byProcess.map((p) => p.allowed).join(' + ')}), RATE_LIMIT_PER_KEY ${t.limitProbe.configured}: ratio ${t.limitProbe.ratio}`);
   lines.push(`  faults injected:  ${Object.entries(r.faults.byKind).map(([k, v]) => `${k} ${v.injected}/${v.scheduled}`).join(', ')}`);
   lines.push(`  executions:       ${kv(r.executions)}`);
   lines.push(`  waits:            ${kv(r.waits)}`);
