@@ -59,6 +59,12 @@ export const envSchema = z.object({
   WORKERS: int(2, 0, 64),
   /** Executions one worker process handles at once. */
   WORKER_CONCURRENCY: int(8, 1, 256),
+  /**
+   * How long an idle worker sleeps before it looks for work again when no NOTIFY wakes it:
+   * the longest a new enrollment waits for a worker with no wake-up listener (behind a
+   * transaction-mode pooler without DIRECT_DATABASE_URL, or while the listener reconnects).
+   */
+  WORKER_POLL_MS: int(1000, 50, 60_000),
   /** How long a claimed step stays owned by its worker without renewal. */
   LEASE_SECONDS: int(30, 1, 3600),
   /**
@@ -177,6 +183,7 @@ const ECHOED: ReadonlySet<string> = new Set([
   'SHUTDOWN_SECONDS',
   'WORKERS',
   'WORKER_CONCURRENCY',
+  'WORKER_POLL_MS',
   'LEASE_SECONDS',
   'SEND_TIMEOUT_SECONDS',
   'STUCK_GRACE_SECONDS',
