@@ -6,6 +6,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { ensureBuild } from '../scripts/build';
 import { redactUrl } from '../scripts/database';
+import { startPgBouncer, type PgBouncer } from '../scripts/pgbouncer';
 import { createApiKey } from '../server/auth/admin';
 import { closeDb, createDb, type Db } from '../server/db';
 import { withDatabase } from '../server/embedded-postgres';
@@ -19,7 +20,7 @@ import { describeFault, FAULT_KINDS, faultSchedule, Rng, type FaultKind } from '
 import { readLedger, settle } from './settle';
 import { journeyWorkflow, nurtureWorkflow, runClients, signupWorkflow } from './workload';
 
-// `npm run drill [-- --duration 120] [-- --quick] [-- --seed N]`: a Jepsen-style fault
+// `npm run drill [-- --duration 120] [-- --quick] [-- --seed N] [-- --pgbouncer]`: a Jepsen-style fault
 // drill. On its own PostgreSQL (embedded, which it may crash and restart) or on
 // DRILL_DATABASE_URL's server (a database of its own, dropped after), it runs the real
 // web server and 4 worker processes, streams enrollments, events and operators' repairs
@@ -27,7 +28,10 @@ import { journeyWorkflow, nurtureWorkflow, runClients, signupWorkflow } from './
 // everything settle (repairing what is left for a person), and checks from the database,
 // the mail provider's ledger and the log of what every client was told that nothing
 // accepted was lost or done twice. Report: drill/results/latest.json (and clients.jsonl,
-// the clients' log). Exits 1 on any violation.
+// the clients' log). Exits 1 on any violation. With --pgbouncer, the web server and the
+// workers reach PostgreSQL through PgBouncer in transaction mode (scripts/pgbouncer.ts,
+// DATABASE_POOL_MODE=transaction, DIRECT_DATABASE_URL for the workers' LISTEN); the drill's
+// own checks and faults go to PostgreSQL directly.
 
 const WORKERS = 4;
 const LEASE_SECONDS = 4;
@@ -41,10 +45,12 @@ interface Args {
   results: string;
   /** One kind of fault alone, three times (drill/guard-mutations.ts): which fault a guard answers. */
   only?: FaultKind;
+  /** The web server and the workers through PgBouncer in transaction mode. */
+  pgbouncer: boolean;
 }
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { duration: 120, quick: false, seed: 1, results: path.join(ROOT, 'drill', 'results') };
+  const args: Args = { duration: 120, quick: false, seed: 1, results: path.join(ROOT, 'drill', 'results'), pgbouncer: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     const value = () => {
@@ -53,6 +59,7 @@ function parseArgs(argv: string[]): Args {
       return v;
     };
     if (a === '--quick') args.quick = true;
+    else if (a === '--pgbouncer') args.pgbouncer = true;
     else if (a === '--duration') args.duration = value();
     else if (a === '--seed') args.seed = value();
     else if (a === '--results' && argv[i + 1]) args.results = path.resolve(argv[++i]!);
@@ -60,7 +67,7 @@ function parseArgs(argv: string[]): Args {
       const kind = argv[++i];
       if (!FAULT_KINDS.includes(kind as FaultKind)) throw new Error(`--only takes one of ${FAULT_KINDS.join(', ')}`);
       args.only = kind as FaultKind;
-    } else throw new Error(`unknown option ${a} (use --duration SECONDS, --quick, --seed N, --results DIR, --only FAULT)`);
+    } else throw new Error(`unknown option ${a} (use --duration SECONDS, --quick, --seed N, --results DIR, --only FAULT, --pgbouncer)`);
   }
   if (args.quick && !argv.includes('--duration')) args.duration = 60;
   if (args.duration < 45) throw new Error('--duration is at least 45 seconds (the schedule needs room for every fault)');
@@ -128,10 +135,12 @@ async function main(): Promise<number> {
   const dbName = `waypost_drill_${randomBytes(3).toString('hex')}_${Date.now().toString(36)}`;
   const url = withDatabase(serverUrl, dbName);
   let cluster: Cluster | null = null;
+  let bouncer: PgBouncer | null = null;
   let db: Db | null = null;
   let pool: pg.Pool | null = null;
   const cleanup = async () => {
     await cluster?.stop().catch(() => {});
+    await bouncer?.stop().catch(() => {});
     await pool?.end().catch(() => {});
     if (db) await closeDb(db).catch(() => {});
     if (postgres) await postgres.stop().catch(() => {});
@@ -161,11 +170,25 @@ async function main(): Promise<number> {
       signup: (await createWorkflow(db, project.id, signupWorkflow())).id,
     };
 
+    // The product's processes reach the database here: PostgreSQL, or PgBouncer in front of it.
+    let productUrl = url;
+    const pooled: Record<string, string> = {};
+    if (args.pgbouncer) {
+      // Its warnings, but not what the faults cause by design (server connections ended, a full or restarting server).
+      const log = (line: string) => {
+        if (/ (WARNING|ERROR|FATAL) /.test(line) && !/when not linked|server conn crashed|does not exist anymore|too many clients|server_login_retry|administrator command|invalid server parameter|starting up|shutting down/.test(line)) progress('pgbouncer', line);
+      };
+      bouncer = await startPgBouncer({ upstream: url, defaultPoolSize: 20, log });
+      productUrl = bouncer.url(dbName);
+      Object.assign(pooled, { DATABASE_POOL_MODE: 'transaction', DIRECT_DATABASE_URL: url });
+      progress('setup', `PgBouncer in transaction mode on port ${bouncer.port} (20 server connections) in front of the drill's database`);
+    }
+
     ensureBuild((line) => progress('build', line));
     const webPort = await portInRange(PORTS.from, PORTS.to, taken);
     taken.add(webPort);
     cluster = new Cluster({
-      databaseUrl: url,
+      databaseUrl: productUrl,
       webPort,
       workers: WORKERS,
       log: (line) => progress('cluster', line),
@@ -178,6 +201,7 @@ async function main(): Promise<number> {
         SEED_DEMO: '0',
         WAYPOST_FAULT_MAIL_CONTROL: mailControl,
         WAYPOST_FAULT_MAIL_LEDGER: ledgerFile,
+        ...pooled,
       },
       // The worker the schedule pauses is slow at one step (as a step calling out would
       // be): it holds each claimed DELAY step 300 ms before parking it, so a SIGSTOP finds claims in hand.
@@ -226,6 +250,7 @@ async function main(): Promise<number> {
     if (crashes.length > 0) violations.push({ check: 'process exited by itself (a crash, not a fault the drill injected)', count: crashes.length, sample: crashes.map((e) => ({ name: e.name, code: e.code, signal: e.signal, tail: e.tail.slice(-400) })) });
 
     const report = await buildReport({ pool, args, runSeconds, records, log, settled, violations, invariants, ledgerFile, unexpectedExits: cluster.unexpectedExits, ownsPostgres: postgres !== null, postgresRefusals: postgres?.refusals ?? null });
+    if (args.pgbouncer) report.database += ', the product through PgBouncer (transaction mode)';
     const dir = args.results;
     mkdirSync(dir, { recursive: true });
     writeFileSync(path.join(dir, 'latest.json'), `${JSON.stringify(report, null, 2)}\n`);

@@ -42,6 +42,8 @@ export interface PgBouncerOptions {
 
 export interface PgBouncer {
   port: number;
+  /** The pgbouncer process (its CPU time: the bench). */
+  pid: number;
   /** The URL of `database` through pgbouncer (the upstream's user and password). */
   url(database: string): string;
   /** pgbouncer's log so far (the last 50,000 characters). */
@@ -88,6 +90,9 @@ function iniFor(o: { dir: string; port: number; upstream: URL; poolMode: string;
     `max_client_conn = ${o.maxClientConn}`,
     // A test file's database is dropped when it ends: its pool goes soon after.
     'autodb_idle_timeout = 60',
+    // After a failed server login (PostgreSQL restarting: the drill's crash), try again within
+    // a second, not pgbouncer's default 15 s, which would stretch every outage by that much.
+    'server_login_retry = 1',
     'server_reset_query_always = 0',
     `pidfile = ${path.join(o.dir, 'pgbouncer.pid')}`,
     'logfile =',
@@ -180,7 +185,7 @@ export async function startPgBouncer(options: PgBouncerOptions): Promise<PgBounc
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  return { port, url, output: () => out, stop };
+  return { port, pid: child.pid!, url, output: () => out, stop };
 }
 
 function parseArgs(argv: string[]): { options: Omit<PgBouncerOptions, 'upstream'> & { upstream?: string }; command: string[] } {
