@@ -141,7 +141,14 @@ export async function startPgBouncer(options: PgBouncerOptions): Promise<PgBounc
   let gone = false;
   void exited.then(() => (gone = true));
 
+  // A process that exits without stop() (process.exit in a signal handler) takes it along.
+  const atExit = () => {
+    if (!gone) child.kill('SIGTERM');
+    rmSync(dir, { recursive: true, force: true });
+  };
+  process.on('exit', atExit);
   const stop = async () => {
+    process.removeListener('exit', atExit);
     if (!gone) {
       // SIGTERM: pgbouncer's immediate shutdown (SIGINT would wait for every client to leave).
       child.kill('SIGTERM');
