@@ -3,6 +3,7 @@ import type { DiagnosisResult } from './diagnosis';
 import type { EnrollFigure } from './enroll';
 import type { EventsResult } from './events';
 import type { HttpResult } from './http';
+import type { PgBouncerResult } from './pgbouncer';
 import type { StepsResult } from './steps';
 import type { WaitsResult } from './waits';
 
@@ -29,6 +30,12 @@ export function printTable(results: Record<string, unknown>): string {
     rows.push([`  … vs graphile-worker jobs/s`, '', `peer ${peer.perSecond}`, x(steps!.ratios[i]!.engineToPeer)]);
     rows.push([`  commits per step (job)`, `${e.commitsPerItem}`, `raw ${raw.commitsPerItem} / peer ${peer.commitsPerItem}`, '']);
     rows.push([`  worker RSS (max)`, `${e.maxRssMb ?? '?'} MB`, '', '']);
+  }
+  const pooled = results.pgbouncer as PgBouncerResult | undefined;
+  if (pooled && !pooled.measured) rows.push(['steps/s through PgBouncer', 'not measured', pooled.reason, '']);
+  for (const r of pooled?.measured ? pooled.rounds : []) {
+    rows.push([`steps/s through PgBouncer (transaction mode), ${r.processes} proc × ${r.concurrency}`, `${r.pooled}`, `direct ${r.direct}`, x(r.pooledToDirect)]);
+    rows.push([`  … unnamed, bounds per transaction, no pooler`, `${r.unnamedDirect}`, `direct ${r.direct}`, x(r.unnamedToDirect)]);
   }
   const diagnosis = results.diagnosis as DiagnosisResult | undefined;
   if (diagnosis) {

@@ -14,6 +14,7 @@ import { diagnosisPhase } from './diagnosis';
 import { enrollPhase } from './enroll';
 import { eventsPhase } from './events';
 import { httpPhase } from './http';
+import { pgbouncerPhase } from './pgbouncer';
 import { printTable } from './report';
 import { stepsPhase } from './steps';
 import { adminQuery, assertInvariants, progress, ROOT, uniqueName, type BenchContext } from './support';
@@ -25,7 +26,7 @@ import { waitsPhase } from './waits';
 // line more in history.jsonl, and steps.svg. Not part of `npm test`: nothing here is an
 // assertion on time; what fails the run is an invariant violation or a phase's error.
 
-const PHASES = ['enroll', 'steps', 'diagnosis', 'waits', 'events', 'console', 'http'] as const;
+const PHASES = ['enroll', 'steps', 'pgbouncer', 'diagnosis', 'waits', 'events', 'console', 'http'] as const;
 type Phase = (typeof PHASES)[number];
 
 function parseArgs(argv: string[]): { quick: boolean; keep: boolean; only: Phase[] } {
@@ -111,6 +112,9 @@ async function main(): Promise<void> {
           break;
         case 'steps':
           results.steps = await stepsPhase(ctx, project.id);
+          break;
+        case 'pgbouncer':
+          results.pgbouncer = await pgbouncerPhase(ctx, project.id);
           break;
         case 'diagnosis':
           results.diagnosis = await diagnosisPhase(ctx, project.id);

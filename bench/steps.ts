@@ -116,11 +116,22 @@ async function prepareRound(ctx: BenchContext, projectId: string, contacts: stri
   return workflowId;
 }
 
-async function engineRound(ctx: BenchContext, projectId: string, contacts: string[], n: number): Promise<Throughput> {
-  const workflowId = await prepareRound(ctx, projectId, contacts, `steps-engine-${n}`);
+/**
+ * One round of `n` engine worker processes on a fresh backlog. `through`: their
+ * DATABASE_URL and the rest of their environment, when not the bench database itself
+ * (bench/pgbouncer.ts: a pooler in front of it).
+ */
+export async function engineRound(
+  ctx: BenchContext,
+  projectId: string,
+  contacts: string[],
+  n: number,
+  through: { label: string; env: Record<string, string> } = { label: 'engine', env: {} },
+): Promise<Throughput> {
+  const workflowId = await prepareRound(ctx, projectId, contacts, `steps-${through.label}-${n}`);
   const workers = await spawnMany(n, () =>
     spawnChild(['--import', 'tsx', 'scripts/worker.ts', '--concurrency', String(CONCURRENCY)], {
-      env: { DATABASE_URL: ctx.url, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info' },
+      env: { DATABASE_URL: ctx.url, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', ...through.env },
       marker: 'worker started',
     }),
   );

@@ -6,6 +6,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { ensureBuild } from '../scripts/build';
 import { redactUrl } from '../scripts/database';
+import { startPgBouncer, type PgBouncer } from '../scripts/pgbouncer';
 import { createApiKey } from '../server/auth/admin';
 import { closeDb, createDb, type Db } from '../server/db';
 import { withDatabase } from '../server/embedded-postgres';
@@ -13,7 +14,7 @@ import { createWorkflow } from '../server/engine/workflows';
 import { migrate } from '../server/migrator';
 import { Api, ClientLog } from './api';
 import { runChecks, type Violation } from './checks';
-import { alive, Cluster, OwnedPostgres, portInRange, ROOT } from './cluster';
+import { adminQuery, alive, Cluster, OwnedPostgres, portInRange, ROOT } from './cluster';
 import { runSchedule, SLOW_STEP_TYPE, type FaultRecord } from './faults';
 import { describeFault, FAULT_KINDS, faultSchedule, Rng, type FaultKind } from './schedule';
 import { readLedger, settle } from './settle';
@@ -21,7 +22,7 @@ import type { LimitProbe } from './limit-probe';
 import { keyPerClient, measureSharedLimit, PRODUCTION, SINGLE, topologyViolations } from './topology';
 import { journeyWorkflow, nurtureWorkflow, runClients, signupWorkflow } from './workload';
 
-// `npm run drill [-- --duration 120] [-- --quick] [-- --seed N] [-- --topology]`: a Jepsen-style fault
+// `npm run drill [-- --duration 120] [-- --quick] [-- --seed N] [-- --pgbouncer] [-- --topology]`: a Jepsen-style fault
 // drill. On its own PostgreSQL (embedded, which it may crash and restart) or on
 // DRILL_DATABASE_URL's server (a database of its own, dropped after), it runs the real
 // web server and 4 worker processes, streams enrollments, events and operators' repairs
@@ -29,8 +30,11 @@ import { journeyWorkflow, nurtureWorkflow, runClients, signupWorkflow } from './
 // everything settle (repairing what is left for a person), and checks from the database,
 // the mail provider's ledger and the log of what every client was told that nothing
 // accepted was lost or done twice. Report: drill/results/latest.json (and clients.jsonl,
-// the clients' log). Exits 1 on any violation. `--topology` runs the production topology
-// instead (drill/topology.ts): 2 web processes behind a balancer, 3 workers, PgBouncer.
+// the clients' log). Exits 1 on any violation. With --pgbouncer, the web server and the
+// workers reach PostgreSQL through PgBouncer in transaction mode (scripts/pgbouncer.ts,
+// DATABASE_POOL_MODE=transaction, DIRECT_DATABASE_URL for the workers' LISTEN); the drill's
+// own checks and faults go to PostgreSQL directly. `--topology` runs the production topology
+// (drill/topology.ts): 2 web processes behind a balancer, 3 workers, through PgBouncer.
 
 const LEASE_SECONDS = 4;
 const PORTS = { from: 3300, to: 3399 };
@@ -43,12 +47,14 @@ interface Args {
   results: string;
   /** One kind of fault alone, three times (drill/guard-mutations.ts): which fault a guard answers. */
   only?: FaultKind;
+  /** The web server and the workers through PgBouncer in transaction mode. */
+  pgbouncer: boolean;
   /** The production topology (drill/topology.ts): 2 web processes behind a balancer, 3 workers, PgBouncer. */
   topology: boolean;
 }
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { duration: 120, quick: false, seed: 1, results: path.join(ROOT, 'drill', 'results'), topology: false };
+  const args: Args = { duration: 120, quick: false, seed: 1, results: path.join(ROOT, 'drill', 'results'), pgbouncer: false, topology: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     const value = () => {
@@ -57,7 +63,8 @@ function parseArgs(argv: string[]): Args {
       return v;
     };
     if (a === '--quick') args.quick = true;
-    else if (a === '--topology') args.topology = true;
+    else if (a === '--pgbouncer') args.pgbouncer = true;
+    else if (a === '--topology') args.topology = args.pgbouncer = true;
     else if (a === '--duration') args.duration = value();
     else if (a === '--seed') args.seed = value();
     else if (a === '--results' && argv[i + 1]) args.results = path.resolve(argv[++i]!);
@@ -65,7 +72,7 @@ function parseArgs(argv: string[]): Args {
       const kind = argv[++i];
       if (!FAULT_KINDS.includes(kind as FaultKind)) throw new Error(`--only takes one of ${FAULT_KINDS.join(', ')}`);
       args.only = kind as FaultKind;
-    } else throw new Error(`unknown option ${a} (use --duration SECONDS, --quick, --seed N, --results DIR, --only FAULT, --topology)`);
+    } else throw new Error(`unknown option ${a} (use --duration SECONDS, --quick, --seed N, --results DIR, --only FAULT, --pgbouncer, --topology)`);
   }
   if (args.quick && !argv.includes('--duration')) args.duration = 60;
   if (args.duration < 45) throw new Error('--duration is at least 45 seconds (the schedule needs room for every fault)');
@@ -82,16 +89,6 @@ function git(args: string[]): string {
     return execFileSync('git', args, { cwd: ROOT, encoding: 'utf8' }).trim();
   } catch {
     return 'unknown';
-  }
-}
-
-async function adminQuery(serverUrl: string, sql: string): Promise<void> {
-  const c = new pg.Client({ connectionString: withDatabase(serverUrl, 'postgres') });
-  await c.connect();
-  try {
-    await c.query(sql);
-  } finally {
-    await c.end();
   }
 }
 
@@ -133,10 +130,12 @@ async function main(): Promise<number> {
   const dbName = `waypost_drill_${randomBytes(3).toString('hex')}_${Date.now().toString(36)}`;
   const url = withDatabase(serverUrl, dbName);
   let cluster: Cluster | null = null;
+  let bouncer: PgBouncer | null = null;
   let db: Db | null = null;
   let pool: pg.Pool | null = null;
   const cleanup = async () => {
     await cluster?.stop().catch(() => {});
+    await bouncer?.stop().catch(() => {});
     await pool?.end().catch(() => {});
     if (db) await closeDb(db).catch(() => {});
     if (postgres) await postgres.stop().catch(() => {});
@@ -166,6 +165,20 @@ async function main(): Promise<number> {
       signup: (await createWorkflow(db, project.id, signupWorkflow())).id,
     };
 
+    // The product's processes reach the database here: PostgreSQL, or PgBouncer in front of it.
+    let productUrl = url;
+    const pooled: Record<string, string> = {};
+    if (args.pgbouncer) {
+      // Its warnings, but not what the faults cause by design (server connections ended, a full or restarting server).
+      const log = (line: string) => {
+        if (/ (WARNING|ERROR|FATAL) /.test(line) && !/when not linked|server conn crashed|does not exist anymore|too many clients|server_login_retry|administrator command|invalid server parameter|starting up|shutting down/.test(line)) progress('pgbouncer', line);
+      };
+      bouncer = await startPgBouncer({ upstream: url, defaultPoolSize: 20, log });
+      productUrl = bouncer.url(dbName);
+      Object.assign(pooled, { DATABASE_POOL_MODE: 'transaction', DIRECT_DATABASE_URL: url });
+      progress('setup', `PgBouncer in transaction mode on port ${bouncer.port} (20 server connections) in front of the drill's database`);
+    }
+
     ensureBuild((line) => progress('build', line));
     const topology = args.topology ? PRODUCTION : SINGLE;
     const WORKERS = topology.workers;
@@ -176,7 +189,7 @@ async function main(): Promise<number> {
       webPorts.push(port);
     }
     cluster = new Cluster({
-      databaseUrl: url,
+      databaseUrl: productUrl,
       webPorts,
       workers: WORKERS,
       perKeyLimit: topology.perKeyLimit,
@@ -190,6 +203,7 @@ async function main(): Promise<number> {
         SEED_DEMO: '0',
         WAYPOST_FAULT_MAIL_CONTROL: mailControl,
         WAYPOST_FAULT_MAIL_LEDGER: ledgerFile,
+        ...pooled,
       },
       // The worker the schedule pauses is slow at one step (as a step calling out would
       // be): it holds each claimed DELAY step 300 ms before parking it, so a SIGSTOP finds claims in hand.
@@ -244,6 +258,7 @@ async function main(): Promise<number> {
 
     const topologyReport = { webs: topology.webs, workers: topology.workers, perKeyLimit: topology.perKeyLimit, requestsByWebProcess: cluster.balancer.sent, limitProbe };
     const report = await buildReport({ pool, args, topology: topologyReport, runSeconds, records, log, settled, violations, invariants, ledgerFile, unexpectedExits: cluster.unexpectedExits, ownsPostgres: postgres !== null, postgresRefusals: postgres?.refusals ?? null });
+    if (args.pgbouncer) report.database += ', the product through PgBouncer (transaction mode)';
     const dir = args.results;
     mkdirSync(dir, { recursive: true });
     writeFileSync(path.join(dir, 'latest.json'), `${JSON.stringify(report, null, 2)}\n`);

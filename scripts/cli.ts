@@ -9,7 +9,7 @@ import { migrate } from '../server/migrator';
 import { ROLES } from '../server/common/roles';
 import { CLI_ACTOR, databaseUrl, optionsOf, say, UsageError, withDb } from './cli/common';
 import { enrollCsvCommand } from './cli/enroll-csv';
-import { ROOT } from './database';
+import { migrationUrl, ROOT } from './database';
 
 // `npm run cli -- <command>`: set up and run a deployment without the console. Everything
 // a person would do in Settings goes through the same functions (server/auth/admin.ts),
@@ -186,7 +186,7 @@ async function revokeApiKeyCommand(argv: string[]): Promise<void> {
 
 async function migrateCommand(argv: string[]): Promise<void> {
   optionsOf('migrate', argv, z.object({}), []);
-  const { applied, skipped } = await migrate(databaseUrl(), { log: say });
+  const { applied, skipped } = await migrate(migrationUrl(parseEnv(), databaseUrl()), { log: say });
   say(`migrations: ${applied.length} applied, ${skipped.length} already applied`);
 }
 

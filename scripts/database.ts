@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type pg from 'pg';
-import { EnvError, type Env } from '../server/env';
+import { EnvError, sessionDatabaseUrl, type Env } from '../server/env';
 import {
   embeddedPasswordFile,
   embeddedUrl,
@@ -45,6 +45,24 @@ export async function openProductDatabase(env: Env, log: (line: string) => void)
     await embedded.stop();
     throw error;
   }
+}
+
+/**
+ * Where migrations run, for the product's database at `url`: the embedded one itself, or
+ * DATABASE_URL's server, or DIRECT_DATABASE_URL's when set. Never through a
+ * transaction-mode pooler: the migrator holds PostgreSQL's advisory lock across its
+ * statements, a session's, which the pooler would leave on whichever server connection ran
+ * the lock (server/migrator.ts).
+ */
+export function migrationUrl(env: Env, url: string): string {
+  if (!env.DATABASE_URL) return url;
+  const direct = sessionDatabaseUrl(env);
+  if (!direct) {
+    throw new EnvError(
+      'DATABASE_POOL_MODE=transaction: migrations need a session of their own (they hold an advisory lock across statements), which a transaction-mode pooler does not give. Set DIRECT_DATABASE_URL to PostgreSQL itself, past the pooler.',
+    );
+  }
+  return direct;
 }
 
 /**

@@ -1,9 +1,10 @@
 import { parseEnv } from '../server/env';
 import { markRolledBack, migrate } from '../server/migrator';
-import { openProductDatabase, stopEmbeddedPostgres } from './database';
+import { migrationUrl, openProductDatabase, stopEmbeddedPostgres } from './database';
 
-// `npm run db:migrate`: apply prisma/migrations to DATABASE_URL (or to the embedded
-// PostgreSQL when it is unset, started for the occasion and stopped after).
+// `npm run db:migrate`: apply prisma/migrations to DATABASE_URL, or DIRECT_DATABASE_URL
+// when set (never through a transaction-mode pooler), or to the embedded PostgreSQL when
+// DATABASE_URL is unset, started for the occasion and stopped after.
 // `npm run db:migrate -- --rolled-back NAME` first marks a failed migration as rolled back,
 // once its partial change has been undone, as `prisma migrate resolve --rolled-back` does.
 
@@ -23,11 +24,12 @@ async function main(): Promise<number> {
   const env = parseEnv();
   const database = await openProductDatabase(env, (line) => console.log(line));
   try {
+    const url = migrationUrl(env, database.url);
     if (rolledBack) {
-      await markRolledBack(database.url, rolledBack);
+      await markRolledBack(url, rolledBack);
       console.log(`marked ${rolledBack} as rolled back`);
     }
-    const { applied, skipped } = await migrate(database.url, { log: (line) => console.log(line) });
+    const { applied, skipped } = await migrate(url, { log: (line) => console.log(line) });
     for (const name of skipped) console.log(`skipped ${name} (already applied)`);
     console.log(`${applied.length} applied, ${skipped.length} already applied`);
     return 0;

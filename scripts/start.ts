@@ -6,7 +6,7 @@ import { EnvError, parseEnv, type Env } from '../server/env';
 import { migrate } from '../server/migrator';
 import { readOrCreateSecretFile } from '../server/secret-file';
 import { staleBuild } from './build';
-import { openProductDatabase, redactUrl, ROOT, stopEmbeddedPostgres, type ProductDatabase } from './database';
+import { migrationUrl, openProductDatabase, redactUrl, ROOT, stopEmbeddedPostgres, type ProductDatabase } from './database';
 import { portInUse } from '../server/embedded-postgres';
 import { Supervisor } from './supervisor';
 
@@ -171,7 +171,7 @@ async function main(): Promise<void> {
   const postgresLog = (line: string) => stopping || /shutdown request|administrator command/.test(line) || log(line);
   database = await openProductDatabase(env, postgresLog);
   const url = database.url;
-  const migrations = await migrate(url, { log });
+  const migrations = await migrate(migrationUrl(env, url), { log });
   log(`migrations: ${migrations.applied.length} applied, ${migrations.skipped.length} already applied`);
   const logins = await seedDemo(url, database.embedded !== undefined);
   const secret = authSecret();

@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { closeDb, createDb, databaseWaitBounds } from '../server/db';
-import { databaseUrl, env, EnvError } from '../server/env';
+import { databaseUrl, env, EnvError, sessionDatabaseUrl } from '../server/env';
 import { createEngineContext, type EngineContext } from '../server/engine/context';
 import { withDrillFaults } from '../server/engine/fault-transport';
 import { logTransport, smtpTransport, transportTimeoutMs, type MailTransport } from '../server/engine/transport';
@@ -13,7 +13,9 @@ import { StuckNotifier } from '../server/webhooks/stuck-notices';
 
 // `npm run worker -- --concurrency N`: one worker process (server/engine/worker.ts is the
 // loop), any number of them on any number of machines against one PostgreSQL. It listens
-// for NOTIFY on a dedicated connection, logs one JSON line per event, and drains on
+// for NOTIFY on a dedicated connection (DIRECT_DATABASE_URL when set: LISTEN needs a
+// session, which a transaction-mode pooler does not give; behind one without it, the worker
+// polls every WORKER_POLL_MS and says so once), logs one JSON line per event, and drains on
 // SIGTERM: the pass in flight finishes, then the process exits.
 
 function parseArgs(argv: string[]): { concurrency?: number } {
@@ -60,7 +62,7 @@ async function main(): Promise<void> {
       eventMaxAttempts: config.EVENT_MAX_ATTEMPTS,
     },
   });
-  const worker = new Worker(ctx, { concurrency, from: config.MAIL_FROM });
+  const worker = new Worker(ctx, { concurrency, from: config.MAIL_FROM, pollMs: config.WORKER_POLL_MS });
   // Outgoing webhooks (docs/webhooks.md): their own timers and their own two connections,
   // so an endpoint that is slow to answer holds neither a step slot nor the engine's pool.
   const webhookDb = createDb(url, {
@@ -78,12 +80,13 @@ async function main(): Promise<void> {
 
   // LISTEN on a dedicated connection. If it drops (PostgreSQL restarted), polling still
   // finds the work, and the listener comes back with a backoff.
+  const listenUrl = sessionDatabaseUrl(config);
   let stopping = false;
   let listener: pg.Client | null = null;
   let listenerRetry: NodeJS.Timeout | null = null;
   const listen = async (attempt: number): Promise<void> => {
     const client = new pg.Client({
-      connectionString: url,
+      connectionString: listenUrl,
       application_name: 'waypost-worker-listen',
       // A partition must fail the attempt, not hang it: the next one is scheduled from here.
       connectionTimeoutMillis: databaseWaitBounds().connectTimeoutMs,
@@ -111,7 +114,10 @@ async function main(): Promise<void> {
       retry(error);
     }
   };
-  await listen(0);
+  if (listenUrl) await listen(0);
+  else {
+    log('warn', `no wake-up listener: DATABASE_POOL_MODE=transaction and DIRECT_DATABASE_URL is unset (LISTEN needs a session of its own); polling every ${config.WORKER_POLL_MS} ms instead`);
+  }
 
   const shutdown = async (signal: string) => {
     if (stopping) return;

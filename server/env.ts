@@ -17,6 +17,20 @@ export const envSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   /** Unset: `npm start` and `npm test` boot an embedded PostgreSQL under .data/. */
   DATABASE_URL: postgresUrl.optional(),
+  /**
+   * `transaction`: DATABASE_URL is a pooler in transaction mode (PgBouncer's pool_mode =
+   * transaction), where a connection is no session of its own: no named prepared
+   * statements, the server-side bounds sent with each transaction, and no LISTEN or
+   * migration through it (those use DIRECT_DATABASE_URL). `session` (the default): every
+   * connection is a session of its own (PostgreSQL itself, or a pooler in session mode).
+   */
+  DATABASE_POOL_MODE: z.enum(['session', 'transaction'], { error: 'must be session or transaction' }).default('session'),
+  /**
+   * PostgreSQL itself, past the pooler, for what needs a session (as Prisma's directUrl):
+   * the workers' LISTEN and the migrations. Unset: DATABASE_URL is used for them, except
+   * behind a transaction-mode pooler, where workers poll instead and migrations refuse to run.
+   */
+  DIRECT_DATABASE_URL: postgresUrl.optional(),
   /** Tests only: the server in which each test file gets its own fresh database. */
   TEST_DATABASE_URL: postgresUrl.optional(),
   PORT: int(3000, 1, 65535),
@@ -45,6 +59,12 @@ export const envSchema = z.object({
   WORKERS: int(2, 0, 64),
   /** Executions one worker process handles at once. */
   WORKER_CONCURRENCY: int(8, 1, 256),
+  /**
+   * How long an idle worker sleeps before it looks for work again when no NOTIFY wakes it:
+   * the longest a new enrollment waits for a worker with no wake-up listener (behind a
+   * transaction-mode pooler without DIRECT_DATABASE_URL, or while the listener reconnects).
+   */
+  WORKER_POLL_MS: int(1000, 50, 60_000),
   /** How long a claimed step stays owned by its worker without renewal. */
   LEASE_SECONDS: int(30, 1, 3600),
   /**
@@ -139,6 +159,10 @@ export const envSchema = z.object({
     .url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' })
     .transform((v) => new URL(v).origin)
     .optional(),
+}).superRefine((v, ctx) => {
+  // A pooler or a direct URL only means something beside a DATABASE_URL (unset: an embedded PostgreSQL, no pooler).
+  if (!v.DATABASE_URL && v.DATABASE_POOL_MODE === 'transaction') ctx.addIssue({ code: 'custom', path: ['DATABASE_POOL_MODE'], message: 'transaction needs DATABASE_URL set to the pooler' });
+  if (!v.DATABASE_URL && v.DIRECT_DATABASE_URL) ctx.addIssue({ code: 'custom', path: ['DIRECT_DATABASE_URL'], message: 'needs DATABASE_URL set too (the embedded PostgreSQL has no pooler in front)' });
 });
 
 export type Env = z.infer<typeof envSchema>;
@@ -155,9 +179,11 @@ const ECHOED: ReadonlySet<string> = new Set([
   'EMBEDDED_PG_DIR',
   'DATABASE_CONNECT_TIMEOUT_SECONDS',
   'DATABASE_QUERY_TIMEOUT_SECONDS',
+  'DATABASE_POOL_MODE',
   'SHUTDOWN_SECONDS',
   'WORKERS',
   'WORKER_CONCURRENCY',
+  'WORKER_POLL_MS',
   'LEASE_SECONDS',
   'SEND_TIMEOUT_SECONDS',
   'STUCK_GRACE_SECONDS',
@@ -218,4 +244,14 @@ export function databaseUrl(): string {
     );
   }
   return url;
+}
+
+/**
+ * The URL for what needs a session of its own (LISTEN, migrations: their advisory lock is
+ * the session's): DIRECT_DATABASE_URL, else DATABASE_URL unless that is a transaction-mode
+ * pooler (then undefined: the caller polls, or says what to set).
+ */
+export function sessionDatabaseUrl(config: Pick<Env, 'DATABASE_URL' | 'DIRECT_DATABASE_URL' | 'DATABASE_POOL_MODE'> = env()): string | undefined {
+  if (config.DIRECT_DATABASE_URL) return config.DIRECT_DATABASE_URL;
+  return config.DATABASE_POOL_MODE === 'transaction' ? undefined : config.DATABASE_URL;
 }

@@ -89,7 +89,7 @@ export const DELIVERY_AND_DATABASE_MUTATIONS: Mutation[] = [
     edits: [
       {
         file: 'server/db/index.ts',
-        find: `    ...(serverBoundMs ? { statement_timeout: serverBoundMs, idle_in_transaction_session_timeout: serverBoundMs } : {}),\n`,
+        find: `    ...(serverBoundMs && !pooled ? { statement_timeout: serverBoundMs, idle_in_transaction_session_timeout: serverBoundMs } : {}),\n`,
         replace: ``,
       },
     ],

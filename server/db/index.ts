@@ -3,8 +3,8 @@ import type pg from 'pg';
 import { PrismaClient } from '../generated/prisma/client';
 import { databaseUrl, env } from '../env';
 import { processSingleton } from '../process-registry';
-import { CheckedPool, ReadTimeoutClient, serverTimeoutMs } from './pool';
-import { pools } from './registry';
+import { boundedClient, CheckedPool, ReadTimeoutClient, serverTimeoutMs } from './pool';
+import { pools, transactionPooled } from './registry';
 import type { Db } from './types';
 
 // The database client: a Prisma client over a node-postgres pool of this module's own
@@ -16,6 +16,9 @@ export type * from '../generated/prisma/client';
 export { preparedRaw, preparedTransaction } from './prepared';
 export { serverTimeoutMs } from './pool';
 export type { Db, DbTx, RawDb } from './types';
+
+/** What stands between a process and PostgreSQL: sessions of its own, or a transaction-mode pooler (DATABASE_POOL_MODE). */
+export type PoolMode = 'session' | 'transaction';
 export { transaction, rawTransaction, savepoint, TRANSACTION_POLICY, type TransactionPolicy } from './transaction';
 
 /**
@@ -29,6 +32,12 @@ export { transaction, rawTransaction, savepoint, TRANSACTION_POLICY, type Transa
  * up first: `statement_timeout` and `idle_in_transaction_session_timeout` are set below the
  * client's bound, so a statement stuck on a lock is cancelled by PostgreSQL (its
  * transaction aborted, its locks released) before the client stops waiting for it.
+ *
+ * Behind a pooler in transaction mode (`poolMode`, DATABASE_POOL_MODE by default: PgBouncer
+ * with pool_mode = transaction), a connection is no session of its own: each transaction
+ * may run on another server connection. Then no statement is named (prepared.ts), and the
+ * two bounds are not startup parameters (PgBouncer 1.18 refuses them) but go with each
+ * transaction, in the same round trip (pool.ts, boundedClient; wire.ts, ServerBounds).
  */
 export function createDb(
   url: string,
@@ -40,19 +49,23 @@ export function createDb(
     connectTimeoutMs?: number;
     /** How long a statement may wait for its answer, client side (a partition answers nothing); unset: forever. */
     queryTimeoutMs?: number;
+    /** `transaction`: `url` is a transaction-mode pooler (see above). Default: DATABASE_POOL_MODE. */
+    poolMode?: PoolMode;
   } = {},
 ): Db {
   const serverBoundMs = options.queryTimeoutMs ? serverTimeoutMs(options.queryTimeoutMs) : undefined;
+  const pooled = (options.poolMode ?? env().DATABASE_POOL_MODE) === 'transaction';
   const pool = new CheckedPool({
     connectionString: url,
     max: options.poolSize ?? 10,
     application_name: options.applicationName ?? 'waypost',
     connectionTimeoutMillis: options.connectTimeoutMs,
     query_timeout: options.queryTimeoutMs,
-    ...(serverBoundMs ? { statement_timeout: serverBoundMs, idle_in_transaction_session_timeout: serverBoundMs } : {}),
+    ...(serverBoundMs && !pooled ? { statement_timeout: serverBoundMs, idle_in_transaction_session_timeout: serverBoundMs } : {}),
     keepAlive: true,
-    Client: ReadTimeoutClient,
+    Client: serverBoundMs && pooled ? boundedClient(serverBoundMs) : ReadTimeoutClient,
   });
+  if (pooled) transactionPooled.add(pool);
   const onError = options.onError ?? (() => {});
   // The pool listens for errors only on its idle clients. A client checked out between two
   // queries (a transaction waiting on JavaScript, say) whose connection is terminated emits

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { Pipelined, type ServerBounds } from './wire';
 
 // The node-postgres pool under every client: a connection goes back only in a state the
 // next borrower can trust (CheckedPool), and one whose statement went unanswered is
@@ -63,6 +64,12 @@ export class CheckedPool extends pg.Pool {
  * server rolls the session's transaction back when it finds the socket closed.
  */
 export class ReadTimeoutClient extends pg.Client {
+  /**
+   * Behind a transaction-mode pooler (boundedClient): the server-side bounds, sent with
+   * each statement that starts a transaction instead of once as session settings.
+   */
+  protected serverBoundsMs: number | undefined;
+
   override query(...args: unknown[]): never {
     const discardOnTimeout = (error: unknown) => {
       if (error instanceof Error && error.message === 'Query read timeout') (this as unknown as PgClientState).connection.stream.destroy();
@@ -72,8 +79,9 @@ export class ReadTimeoutClient extends pg.Client {
       if (error) discardOnTimeout(error);
       callback(error, result);
     };
-    const [config] = args as [{ submit?: unknown; callback?: Callback } | undefined];
     const query = super.query as unknown as (...a: unknown[]) => unknown;
+    if (this.serverBoundsMs !== undefined) return this.bounded(args, (q) => query.call(this, q), watch) as never;
+    const [config] = args as [{ submit?: unknown; callback?: Callback } | undefined];
     if (config && typeof config.submit === 'function') {
       // A query object of one's own (BeginThenQuery, QueryThenCommit): answered through its callback.
       if (config.callback) config.callback = watch(config.callback);
@@ -89,5 +97,59 @@ export class ReadTimeoutClient extends pg.Client {
     result?.then(undefined, discardOnTimeout);
     return result as never;
   }
+
+  /**
+   * Every statement as a Pipelined query that carries the server-side bounds when it is
+   * sent outside a transaction (wire.ts, ServerBounds): node-postgres's own arguments
+   * (text or config, values, callback) turned into one, answered by promise or callback
+   * as node-postgres would.
+   */
+  private bounded(
+    args: unknown[],
+    send: (query: Pipelined) => unknown,
+    watch: (callback: (error: Error | null, result?: unknown) => void) => (error: Error | null, result?: unknown) => void,
+  ): Promise<unknown> | Pipelined | undefined {
+    const bounds: ServerBounds = { ms: this.serverBoundsMs!, idle: () => (this as unknown as PgClientState)._txStatus === 'I' };
+    const [config, values, callback] = args as [unknown, unknown, unknown];
+    type Own = { submit?: unknown; pipelined?: boolean; bounds?: ServerBounds; callback?: (error: Error | null, result?: unknown) => void };
+    const own = config as Own;
+    if (own && typeof own.submit === 'function') {
+      // A query object of one's own; a Pipelined one (by its mark, not instanceof: another
+      // copy of wire.ts may have made it, server/process-registry.ts) carries the bounds.
+      if (own.pipelined) own.bounds ??= bounds;
+      if (own.callback) own.callback = watch(own.callback);
+      send(config as Pipelined);
+      return config as Pipelined;
+    }
+    const normalized = (typeof config === 'string' ? { text: config } : { ...(config as object) }) as pg.QueryConfig & { callback?: (error: Error | null, result?: unknown) => void };
+    if (typeof values === 'function') normalized.callback = values as never;
+    else if (values !== undefined) normalized.values = values as unknown[];
+    if (typeof callback === 'function') normalized.callback = callback as never;
+    const query = new Pipelined(normalized);
+    query.bounds = bounds;
+    const given = (query as Own).callback;
+    if (given) {
+      (query as Own).callback = watch(given);
+      send(query);
+      return undefined;
+    }
+    return new Promise((resolve, reject) => {
+      (query as Own).callback = watch((error, result) => (error ? reject(error) : resolve(result)));
+      send(query);
+    });
+  }
 }
 
+/**
+ * The pool's client behind a transaction-mode pooler (DATABASE_POOL_MODE=transaction):
+ * the server-side bounds (serverTimeoutMs) go with each transaction, not as startup
+ * parameters, which PgBouncer 1.18 refuses and which would hold for one server connection only.
+ */
+export function boundedClient(serverBoundsMs: number): typeof ReadTimeoutClient {
+  return class BoundedClient extends ReadTimeoutClient {
+    constructor(config?: string | pg.ClientConfig) {
+      super(config);
+      this.serverBoundsMs = serverBoundsMs;
+    }
+  };
+}

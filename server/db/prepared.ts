@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { Prisma, type PrismaClient } from '../generated/prisma/client';
 import type { RawDb } from './types';
-import { prepared, pools } from './registry';
+import { prepared, pools, transactionPooled } from './registry';
 import { BeginThenQuery, QueryThenCommit, submitted, type TransactionState } from './wire';
 
 // ---------------------------------------------------------------------------
@@ -15,6 +15,11 @@ import { BeginThenQuery, QueryThenCommit, submitted, type TransactionState } fro
 // member (models, $transaction) is the Prisma client's own. Results are read as Prisma
 // reads them (int8 as bigint, json parsed, timestamptz as Date), so a claim's code does
 // not know which path ran it.
+//
+// Behind a transaction-mode pooler (DATABASE_POOL_MODE=transaction: PgBouncer 1.18 keeps
+// no prepared statement from one transaction to the next, nor tells the client which server
+// connection it got), the statements go unnamed: parsed and planned each time, still over
+// node-postgres, still pipelined (wire.ts).
 
 const POOL = Symbol('waypost.preparedPool');
 /** Distinct statement texts get a name each; past this many (SQL built from lists), unnamed. */
@@ -43,9 +48,9 @@ function toSql([strings, ...values]: RawArgs): Prisma.Sql {
   return strings instanceof Prisma.Sql ? strings : Prisma.sql(strings, ...values);
 }
 
-async function runPrepared(on: pg.Pool | pg.PoolClient, args: RawArgs, state?: TransactionState): Promise<pg.QueryResult> {
+async function runPrepared(on: pg.Pool | pg.PoolClient, named: boolean, args: RawArgs, state?: TransactionState): Promise<pg.QueryResult> {
   const sql = toSql(args);
-  const config = { name: statementName(sql.text), text: sql.text, values: sql.values as unknown[], types: prismaTypes };
+  const config = { name: named ? statementName(sql.text) : undefined, text: sql.text, values: sql.values as unknown[], types: prismaTypes };
   if (state?.closing === 'sent') {
     throw new Error('this raw transaction has committed with its closing statement: a statement after it would run outside it');
   }
@@ -60,21 +65,23 @@ async function runPrepared(on: pg.Pool | pg.PoolClient, args: RawArgs, state?: T
   return submitted(on, new BeginThenQuery(config));
 }
 
-function rawOver(on: pg.Pool | pg.PoolClient, state?: TransactionState) {
+function rawOver(pool: pg.Pool, on: pg.Pool | pg.PoolClient, state?: TransactionState) {
+  const named = !transactionPooled.has(pool);
   return {
-    $queryRaw: async (...args: RawArgs) => (await runPrepared(on, args, state)).rows,
-    $executeRaw: async (...args: RawArgs) => (await runPrepared(on, args, state)).rowCount ?? 0,
+    $queryRaw: async (...args: RawArgs) => (await runPrepared(on, named, args, state)).rows,
+    $executeRaw: async (...args: RawArgs) => (await runPrepared(on, named, args, state)).rowCount ?? 0,
   };
 }
 
 /**
- * The client's raw SQL as named prepared statements over its own pool (see above);
+ * The client's raw SQL as named prepared statements over its own pool (see above;
+ * unnamed behind a transaction-mode pooler);
  * anything else (a transaction's client, a client not made by createDb) is returned as is.
  */
 export function preparedRaw<T extends RawDb>(db: T): T {
   const pool = pools.get(db as unknown as PrismaClient);
   if (!pool) return db;
-  const raw = rawOver(pool);
+  const raw = rawOver(pool, pool);
   return new Proxy(db, {
     get(target, prop) {
       if (prop === POOL) return pool;
@@ -106,7 +113,7 @@ export async function preparedTransaction<T>(
   const client = await pool.connect();
   // BEGIN goes out with the first statement (BeginThenQuery); a transaction that ran none has nothing to end.
   const state: TransactionState = { begun: false };
-  const raw = rawOver(client, state);
+  const raw = rawOver(pool, client, state);
   const tx = new Proxy({} as RawDb, {
     get(_, prop) {
       if (prop === '$queryRaw' || prop === '$executeRaw') return raw[prop];

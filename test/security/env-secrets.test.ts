@@ -19,6 +19,7 @@ describe('the configuration check', () => {
     ['AUTH_SECRET', 'hunter2-short-secret'],
     ['DATABASE_URL', 'mysql://admin:S3cr3t-db-pw@db.internal/waypost'],
     ['TEST_DATABASE_URL', 'mysql://admin:S3cr3t-db-pw@db.internal/test'],
+    ['DIRECT_DATABASE_URL', 'mysql://admin:S3cr3t-db-pw@db-direct.internal/waypost'],
     ['SMTP_URL', 'http://mailer:S3cr3t-smtp-pw@smtp.internal'],
   ])('names %s and its problem without its value', (name, value) => {
     const text = message({ [name]: value });

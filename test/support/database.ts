@@ -6,10 +6,13 @@ import { withDatabase } from '../../server/embedded-postgres';
 
 export interface TestDatabase {
   name: string;
+  /** Where the code under test reaches this database: the pooler's URL when the run goes through one (global-setup.ts), else the server's. */
   url: string;
+  /** The database on the server itself, past any pooler (what needs a session: LISTEN, migrations, pg_terminate_backend). */
+  directUrl: string;
   /** A Prisma client on this database (pool of 10). */
   db: Db;
-  /** A plain pg client for assertions that must not go through the code under test. */
+  /** A plain pg client for assertions that must not go through the code under test (nor the pooler). */
   query<T extends pg.QueryResultRow = any>(sql: string, params?: unknown[]): Promise<T[]>;
   drop(): Promise<void>;
 }
@@ -29,15 +32,17 @@ async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
 }
 
 async function open(name: string): Promise<TestDatabase> {
-  const url = withDatabase(inject('serverUrl'), name);
+  const directUrl = withDatabase(inject('serverUrl'), name);
+  const url = inject('poolerUrl') ? withDatabase(inject('poolerUrl'), name) : directUrl;
   const db = createDb(url, { applicationName: 'waypost-test' });
-  const pool = new pg.Pool({ connectionString: url, max: 4 });
+  const pool = new pg.Pool({ connectionString: directUrl, max: 4 });
   // DROP DATABASE ... WITH (FORCE) may reach a connection the pool is still closing; the
   // pool re-emits that as an 'error' event, which must not be an uncaught exception.
   pool.on('error', () => {});
   return {
     name,
     url,
+    directUrl,
     db,
     query: async (sql, params) => (await pool.query(sql, params as unknown[])).rows,
     drop: async () => {

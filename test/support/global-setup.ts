@@ -8,10 +8,18 @@ import { dropStaleDatabases } from '../../scripts/database';
 // One PostgreSQL server for the whole run: TEST_DATABASE_URL or DATABASE_URL when set,
 // otherwise an embedded one in .data/test-postgres (ephemeral). On it, one migrated
 // template database per run; each test file clones it (CREATE DATABASE ... TEMPLATE).
+//
+// Through a transaction-mode pooler (DATABASE_POOL_MODE=transaction, as CI runs the race
+// suite through PgBouncer: scripts/pgbouncer.ts), DATABASE_URL is the pooler and
+// DIRECT_DATABASE_URL (or TEST_DATABASE_URL) the server: databases are made, cloned and
+// dropped directly, and the code under test reaches each file's database through the
+// pooler (support/database.ts).
 
 declare module 'vitest' {
   export interface ProvidedContext {
     serverUrl: string;
+    /** The pooler in front of serverUrl that the code under test goes through; '' for none. */
+    poolerUrl: string;
     templateDatabase: string;
   }
 }
@@ -24,7 +32,12 @@ let serverUrl = '';
 let template = '';
 
 export async function setup(project: TestProject) {
-  const configured = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL;
+  const pooled = process.env.DATABASE_POOL_MODE === 'transaction';
+  const direct = process.env.TEST_DATABASE_URL || process.env.DIRECT_DATABASE_URL;
+  if (pooled && (!process.env.DATABASE_URL || !direct)) {
+    throw new Error('DATABASE_POOL_MODE=transaction: set DATABASE_URL to the pooler and DIRECT_DATABASE_URL (or TEST_DATABASE_URL) to the server behind it');
+  }
+  const configured = pooled ? direct : process.env.TEST_DATABASE_URL || process.env.DATABASE_URL;
   if (configured) {
     serverUrl = configured;
   } else {
@@ -47,6 +60,7 @@ export async function setup(project: TestProject) {
   }
   await migrate(withDatabase(serverUrl, template));
   project.provide('serverUrl', serverUrl);
+  project.provide('poolerUrl', pooled ? process.env.DATABASE_URL! : '');
   project.provide('templateDatabase', template);
 }
 

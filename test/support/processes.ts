@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
+import { withDatabase } from '../../server/embedded-postgres';
 
 // Worker processes for the race suite and drills: the real `scripts/worker.ts`
 // entry point, as `npm run worker` starts it, in its own OS process.
@@ -16,6 +17,16 @@ export interface WorkerProcess {
   kill(signal?: NodeJS.Signals): void;
 }
 
+/**
+ * DIRECT_DATABASE_URL for a process on `databaseUrl`, when the run goes through a pooler
+ * (global-setup.ts): the same database on the server itself, where the worker LISTENs.
+ */
+export function directDatabaseEnv(databaseUrl: string): Record<string, string> {
+  const direct = process.env.DIRECT_DATABASE_URL;
+  if (!direct) return {};
+  return { DIRECT_DATABASE_URL: withDatabase(direct, decodeURIComponent(new URL(databaseUrl).pathname.slice(1))) };
+}
+
 export async function startWorkerProcess(
   databaseUrl: string,
   opts: { concurrency?: number; env?: Record<string, string> } = {},
@@ -25,7 +36,7 @@ export async function startWorkerProcess(
     ['--import', 'tsx', 'scripts/worker.ts', '--concurrency', String(opts.concurrency ?? 8)],
     {
       cwd: ROOT,
-      env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'info', ...opts.env },
+      env: { ...process.env, DATABASE_URL: databaseUrl, ...directDatabaseEnv(databaseUrl), LOG_LEVEL: 'info', ...opts.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );

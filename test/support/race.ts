@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import { closeDb, createDb, type Db } from '../../server/db';
+import { closeDb, createDb, type Db, type PoolMode } from '../../server/db';
 import { checkInvariants } from '../../server/engine/invariants';
 
 // Real concurrency for race tests: N Prisma clients, each with a pool of exactly one
@@ -26,8 +26,8 @@ function raceOn<T>(clients: Db[], fn: (db: Db, i: number) => Promise<T>): Promis
   return Promise.allSettled(runs);
 }
 
-export async function racers(url: string, n: number): Promise<Racers> {
-  const clients = Array.from({ length: n }, () => createDb(url, { poolSize: 1, applicationName: 'waypost-racer' }));
+export async function racers(url: string, n: number, options: { poolMode?: PoolMode; queryTimeoutMs?: number } = {}): Promise<Racers> {
+  const clients = Array.from({ length: n }, () => createDb(url, { poolSize: 1, applicationName: 'waypost-racer', ...options }));
   await Promise.all(clients.map((c) => c.$queryRaw`SELECT 1`));
   return {
     clients,

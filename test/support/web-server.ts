@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { ensureBuild } from '../../scripts/build';
 import { freePort } from '../../server/embedded-postgres';
+import { directDatabaseEnv } from './processes';
 
 // The product's own web server (scripts/web.ts, as `npm start` runs it) on a test
 // database, for tests that must meet the API where clients meet it: over HTTP, through the
@@ -36,6 +37,7 @@ export async function startWebServer(databaseUrl: string, env: Record<string, st
       ...process.env,
       NODE_ENV: 'production',
       DATABASE_URL: databaseUrl,
+      ...directDatabaseEnv(databaseUrl),
       PORT: String(port),
       HOSTNAME: '127.0.0.1',
       TRUSTED_PROXIES: '',
