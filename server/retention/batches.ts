@@ -6,8 +6,11 @@ import { stuckOfExecution } from '../stuck/predicates';
 
 // One batch of a retention sweep per statement (docs/deploy.md, "Retention"): the next few
 // hundred rows of one project past a keyset cursor, read from an index in the order of
-// their age, of which those that may go are locked with SKIP LOCKED and removed, with
-// what hangs on them, in the same statement. A statement is its own short transaction:
+// their age (the cursor as a range on the age plus a tie-break on the id, not a row
+// comparison, which PostgreSQL cannot read from the DESC indexes the console's lists use),
+// then each by its primary key (a LATERAL lookup, so no estimate turns it into a scan).
+// Those that may go are locked with SKIP LOCKED and removed, with what hangs on them, in
+// the same statement, each removal by an index on the batch's ids as one array. A statement is its own short transaction:
 // its locks are on rows nobody else moves any more (finished executions, processed events,
 // settled webhook messages, old audit entries), taken without waiting, and held for the
 // few milliseconds of one batch. Two sweepers at once take disjoint rows (SKIP LOCKED)
@@ -81,27 +84,27 @@ export async function removeExecutions(db: RawDb, s: BatchScope, after: Cursor):
         FROM "WorkflowExecution" e
        WHERE e."projectId" = ${s.projectId}::uuid AND e.status IN (${finished}) AND e."historyRemovedAt" IS NULL
          AND e."finishedAt" < ${s.cutoff}::timestamptz
-         AND (e."finishedAt", e.id) > (${after.at}::timestamptz, ${after.id}::uuid)
+         AND e."finishedAt" >= ${after.at}::timestamptz AND (e."finishedAt" > ${after.at}::timestamptz OR e.id > ${after.id}::uuid)
        ORDER BY e."finishedAt", e.id
        LIMIT ${s.limit}::int
     ), doomed AS (
-      -- Under the lock the row is read as it is now: still finished, still old.
-      SELECT c.id, c."enrollOnce"
-        FROM "WorkflowExecution" c
-       WHERE c.id IN (SELECT seen.id FROM seen)
-         AND c.status IN (${finished}) AND c."historyRemovedAt" IS NULL AND c."finishedAt" < ${s.cutoff}::timestamptz
-         AND NOT EXISTS (${stuckOfExecution(STUCK_REASONS, scope, Prisma.sql`c.id`)})
-         AND NOT EXISTS (SELECT 1 FROM "Message" m WHERE m."executionId" = c.id AND m.status IN ('QUEUED', 'SENDING'))
-         FOR UPDATE OF c SKIP LOCKED
+      -- Each by its primary key, read under the lock as it is now: still finished, still old.
+      SELECT c.id, c."enrollOnce" FROM seen CROSS JOIN LATERAL (
+        SELECT c.id, c."enrollOnce" FROM "WorkflowExecution" c
+         WHERE c.id = seen.id
+           AND c.status IN (${finished}) AND c."historyRemovedAt" IS NULL AND c."finishedAt" < ${s.cutoff}::timestamptz
+           AND NOT EXISTS (${stuckOfExecution(STUCK_REASONS, scope, Prisma.sql`c.id`)})
+           AND NOT EXISTS (SELECT 1 FROM "Message" m WHERE m."executionId" = c.id AND m.status IN ('QUEUED', 'SENDING'))
+           FOR UPDATE SKIP LOCKED) c
     ), emails AS (
-      DELETE FROM "Message" m USING doomed d WHERE m."executionId" = d.id RETURNING m.id
+      DELETE FROM "Message" m WHERE m."executionId" = ANY (ARRAY(SELECT d.id FROM doomed d)) RETURNING m.id
     ), steps AS (
-      DELETE FROM "StepExecution" st USING doomed d WHERE st."executionId" = d.id RETURNING st.id
+      DELETE FROM "StepExecution" st WHERE st."executionId" = ANY (ARRAY(SELECT d.id FROM doomed d)) RETURNING st.id
     ), removed AS (
-      DELETE FROM "WorkflowExecution" x USING doomed d WHERE x.id = d.id AND NOT d."enrollOnce" RETURNING x.id
+      DELETE FROM "WorkflowExecution" x WHERE x.id = ANY (ARRAY(SELECT d.id FROM doomed d WHERE NOT d."enrollOnce")) RETURNING x.id
     ), reduced AS (
       UPDATE "WorkflowExecution" x SET "historyRemovedAt" = now(), context = '{}', "lastError" = NULL
-        FROM doomed d WHERE x.id = d.id AND d."enrollOnce" RETURNING x.id
+       WHERE x.id = ANY (ARRAY(SELECT d.id FROM doomed d WHERE d."enrollOnce")) RETURNING x.id
     ), last AS (
       SELECT seen."finishedAt" AS at, seen.id FROM seen ORDER BY seen."finishedAt" DESC, seen.id DESC LIMIT 1
     )
@@ -130,22 +133,22 @@ export async function removeEvents(db: RawDb, s: BatchScope, after: Cursor): Pro
       SELECT ev.id, ev."createdAt"
         FROM "Event" ev
        WHERE ev."projectId" = ${s.projectId}::uuid AND ev."createdAt" < ${s.cutoff}::timestamptz
-         AND (ev."createdAt", ev.id) > (${after.at}::timestamptz, ${after.id}::uuid)
+         AND ev."createdAt" >= ${after.at}::timestamptz AND (ev."createdAt" > ${after.at}::timestamptz OR ev.id > ${after.id}::uuid)
        ORDER BY ev."createdAt", ev.id
        LIMIT ${s.limit}::int
     ), doomed AS (
-      SELECT c.id
-        FROM "Event" c
-       WHERE c.id IN (SELECT seen.id FROM seen)
-         AND c."processedAt" < ${s.cutoff}::timestamptz AND c."deadAt" IS NULL
-         AND NOT EXISTS (SELECT 1 FROM "StepExecution" st WHERE st."resumeEventId" = c.id)
-         AND NOT EXISTS (SELECT 1 FROM "WorkflowExecution" x WHERE x."sourceEventId" = c.id AND x."historyRemovedAt" IS NULL)
-         AND NOT EXISTS (
-               SELECT 1 FROM "WorkflowExecution" x
-                WHERE x."contactId" = c."contactId" AND x.status NOT IN (${finished}) AND x."startedAt" <= c."createdAt")
-         FOR UPDATE OF c SKIP LOCKED
+      SELECT c.id FROM seen CROSS JOIN LATERAL (
+        SELECT c.id FROM "Event" c
+         WHERE c.id = seen.id
+           AND c."processedAt" < ${s.cutoff}::timestamptz AND c."deadAt" IS NULL
+           AND NOT EXISTS (SELECT 1 FROM "StepExecution" st WHERE st."resumeEventId" = c.id)
+           AND NOT EXISTS (SELECT 1 FROM "WorkflowExecution" x WHERE x."sourceEventId" = c.id AND x."historyRemovedAt" IS NULL)
+           AND NOT EXISTS (
+                 SELECT 1 FROM "WorkflowExecution" x
+                  WHERE x."contactId" = c."contactId" AND x.status NOT IN (${finished}) AND x."startedAt" <= c."createdAt")
+           FOR UPDATE SKIP LOCKED) c
     ), removed AS (
-      DELETE FROM "Event" ev USING doomed d WHERE ev.id = d.id RETURNING ev.id
+      DELETE FROM "Event" ev WHERE ev.id = ANY (ARRAY(SELECT d.id FROM doomed d)) RETURNING ev.id
     ), last AS (
       SELECT seen."createdAt" AS at, seen.id FROM seen ORDER BY seen."createdAt" DESC, seen.id DESC LIMIT 1
     )
@@ -180,17 +183,18 @@ export async function removeWebhookMessages(
       SELECT w.id, w."createdAt"
         FROM "WebhookMessage" w
        WHERE w."endpointId" = ${s.endpointId}::uuid AND w."createdAt" < ${s.cutoff}::timestamptz
-         AND (w."createdAt", w.id) > (${after.at}::timestamptz, ${after.id}::uuid)
+         AND w."createdAt" >= ${after.at}::timestamptz AND (w."createdAt" > ${after.at}::timestamptz OR w.id > ${after.id}::uuid)
        ORDER BY w."createdAt", w.id
        LIMIT ${s.limit}::int
     ), doomed AS (
-      SELECT c.id FROM "WebhookMessage" c
-       WHERE c.id IN (SELECT seen.id FROM seen) AND c."projectId" = ${s.projectId}::uuid AND c.status <> 'PENDING'
-         FOR UPDATE OF c SKIP LOCKED
+      SELECT c.id FROM seen CROSS JOIN LATERAL (
+        SELECT c.id FROM "WebhookMessage" c
+         WHERE c.id = seen.id AND c."projectId" = ${s.projectId}::uuid AND c.status <> 'PENDING'
+           FOR UPDATE SKIP LOCKED) c
     ), attempts AS (
-      DELETE FROM "WebhookAttempt" a USING doomed d WHERE a."messageId" = d.id RETURNING a.id
+      DELETE FROM "WebhookAttempt" a WHERE a."messageId" = ANY (ARRAY(SELECT d.id FROM doomed d)) RETURNING a.id
     ), removed AS (
-      DELETE FROM "WebhookMessage" w USING doomed d WHERE w.id = d.id RETURNING w.id
+      DELETE FROM "WebhookMessage" w WHERE w.id = ANY (ARRAY(SELECT d.id FROM doomed d)) RETURNING w.id
     ), last AS (
       SELECT seen."createdAt" AS at, seen.id FROM seen ORDER BY seen."createdAt" DESC, seen.id DESC LIMIT 1
     )
@@ -214,18 +218,19 @@ export async function removeAuditEntries(db: RawDb, s: BatchScope, after: Cursor
       SELECT a.id, a.at
         FROM "AuditEntry" a
        WHERE a."projectId" = ${s.projectId}::uuid AND a.at < ${s.cutoff}::timestamptz
-         AND (a.at, a.id) > (${after.at}::timestamptz, ${after.id}::uuid)
+         AND a.at >= ${after.at}::timestamptz AND (a.at > ${after.at}::timestamptz OR a.id > ${after.id}::uuid)
        ORDER BY a.at, a.id
        LIMIT ${s.limit}::int
     ), doomed AS (
-      SELECT a.id FROM "AuditEntry" a
-       WHERE a.id IN (SELECT seen.id FROM seen)
-         AND NOT EXISTS (SELECT 1 FROM "WorkflowExecution" x WHERE x.id = ${auditTarget})
-         AND NOT EXISTS (SELECT 1 FROM "Message" m WHERE m.id = ${auditTarget})
-         AND NOT EXISTS (SELECT 1 FROM "Event" ev WHERE ev.id = ${auditTarget})
-         FOR UPDATE OF a SKIP LOCKED
+      SELECT a.id FROM seen CROSS JOIN LATERAL (
+        SELECT a.id FROM "AuditEntry" a
+         WHERE a.id = seen.id
+           AND NOT EXISTS (SELECT 1 FROM "WorkflowExecution" x WHERE x.id = ${auditTarget})
+           AND NOT EXISTS (SELECT 1 FROM "Message" m WHERE m.id = ${auditTarget})
+           AND NOT EXISTS (SELECT 1 FROM "Event" ev WHERE ev.id = ${auditTarget})
+           FOR UPDATE SKIP LOCKED) a
     ), removed AS (
-      DELETE FROM "AuditEntry" x USING doomed d WHERE x.id = d.id RETURNING x.id
+      DELETE FROM "AuditEntry" x WHERE x.id = ANY (ARRAY(SELECT d.id FROM doomed d)) RETURNING x.id
     ), last AS (
       SELECT seen.at, seen.id FROM seen ORDER BY seen.at DESC, seen.id DESC LIMIT 1
     )

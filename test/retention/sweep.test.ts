@@ -6,7 +6,7 @@ import { removeExecutions, START } from '../../server/retention/batches';
 import { sweep } from '../../server/retention/sweep';
 import { stuckReasonsOf } from '../../server/stuck/predicates';
 import { freshDatabase, type TestDatabase } from '../support/database';
-import { createContact, createProject, workflowFrom } from '../support/fixtures';
+import { createContact, createProject, parkedAtWait, waitWorkflow, workflowFrom } from '../support/fixtures';
 import { healthyRun, violations, type Healthy } from '../support/healthy-run';
 import { ageProject, FAST, mailWorkflow, rowsOf, seedFinished } from '../support/retention';
 
@@ -147,6 +147,45 @@ describe('the cut-off', () => {
     const result = await sweep(t.db, 'history', { days: 30, graceSeconds: GRACE, timing: { ...FAST, executionBatch: 4 } });
     expect(result.removed.executions).toBe(7);
     expect(await rowsOf(t, projectId)).toMatchObject({ executions: 6 });
+  });
+});
+
+describe('an old processed event a wait may still take', () => {
+  it('stays while its contact has an execution, begun before the event, that is not finished (waiting, or failed and retryable)', async () => {
+    const projectId = (await createProject(t.db)).id;
+    const workflow = await workflowFrom(t.db, projectId, waitWorkflow({ allowReentry: true }, 90 * 86_400));
+    const waiting = await parkedAtWait(t.db, projectId, workflow.id, 'waits@example.com');
+    const failedWf = await seedFinished(t, t.db, projectId, 1, 0);
+    const [failed] = await t.query(`UPDATE "WorkflowExecution" SET status = 'FAILED' WHERE "workflowId" = $1 RETURNING id, "contactId"`, [failedWf]);
+    const later = await seedFinished(t, t.db, projectId, 1, 0);
+    const [{ contactId: laterContact }] = await t.query(`UPDATE "WorkflowExecution" SET status = 'RUNNING', "finishedAt" = NULL, "readyAt" = now() + interval '1 day'
+      WHERE "workflowId" = $1 RETURNING "contactId"`, [later]);
+    await ageProject(t, projectId, 40);
+    // The running one began 10 days ago, after its contact's event: no wait of it can take the event.
+    await t.query(`UPDATE "WorkflowExecution" SET "startedAt" = now() - interval '10 days' WHERE "workflowId" = $1`, [later]);
+    const contactOf = async (executionId: string) => (await t.query(`SELECT "contactId" FROM "WorkflowExecution" WHERE id = $1`, [executionId]))[0].contactId;
+    const event = async (contactId: string) =>
+      (await t.query(
+        `INSERT INTO "Event" ("projectId", "contactId", name, "createdAt", "processedAt", "nextDispatchAt", "dispatchAttempts")
+         VALUES ($1, $2, 'purchase', now() - interval '35 days', now() - interval '35 days', now() - interval '35 days', 1) RETURNING id`,
+        [projectId, contactId],
+      ))[0].id as string;
+    const forWaiting = await event(await contactOf(waiting.id));
+    const forFailed = await event(failed.contactId);
+    const forLater = await event(laterContact);
+    const eventsLeft = async () => (await t.query(`SELECT id FROM "Event" WHERE "projectId" = $1 ORDER BY id`, [projectId])).map((r) => r.id);
+
+    await sweep(t.db, 'history', { days: 30, graceSeconds: GRACE, timing: FAST });
+    expect(await eventsLeft()).toEqual([forWaiting, forFailed].sort());
+    expect(await eventsLeft()).not.toContain(forLater);
+    // Once nothing of its contact can wait any more (cancelled, and itself swept), it goes.
+    await t.query(`UPDATE "WorkflowExecution" SET status = 'CANCELLED', "finishedAt" = now() - interval '31 days' WHERE id = ANY($1::uuid[])`, [[waiting.id, failed.id]]);
+    await t.query(`UPDATE "StepExecution" SET status = 'SKIPPED' WHERE "executionId" = $1 AND status = 'WAITING'`, [waiting.id]);
+    // Its "hello" email was only queued (no sender ran here): sent, it is done with.
+    await t.query(`UPDATE "Message" SET status = 'SENT', "sentAt" = now() - interval '35 days' WHERE "executionId" = $1`, [waiting.id]);
+    const result = await sweep(t.db, 'history', { days: 30, graceSeconds: GRACE, timing: FAST });
+    expect(result.removed).toMatchObject({ executions: 2, events: 2 });
+    expect(await eventsLeft()).toEqual([]);
   });
 });
 
