@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEngineContext } from '../../server/engine/context';
 import { enroll } from '../../server/engine/enrollment';
+import { trackEvent } from '../../server/engine/events';
+import type { MailTransport } from '../../server/engine/transport';
 import { runWorkerOnce } from '../../server/engine/worker';
 import { removeExecutions, START } from '../../server/retention/batches';
 import { sweep } from '../../server/retention/sweep';
@@ -186,6 +188,29 @@ describe('an old processed event a wait may still take', () => {
     const result = await sweep(t.db, 'history', { days: 30, graceSeconds: GRACE, timing: FAST });
     expect(result.removed).toMatchObject({ executions: 2, events: 2 });
     expect(await eventsLeft()).toEqual([]);
+  });
+});
+
+describe('an old event that resumed the wait of a kept execution', () => {
+  it('stays as long as that execution does: invariant I4 reads it', async () => {
+    const projectId = (await createProject(t.db)).id;
+    const workflow = await workflowFrom(t.db, projectId, waitWorkflow({ allowReentry: true }));
+    const parked = await parkedAtWait(t.db, projectId, workflow.id, 'bought@example.com');
+    const contactId = (await t.query(`SELECT "contactId" FROM "WorkflowExecution" WHERE id = $1`, [parked.id]))[0].contactId;
+    const down: MailTransport = { name: 'down', send: async () => Promise.reject(new Error('550 mailbox unavailable')) };
+    const ctx = createEngineContext(t.db, { transport: down });
+    const tracked = await trackEvent(ctx, { projectId, name: 'purchase', contactId });
+    if (!tracked.ok) throw new Error('event');
+    await runWorkerOnce(ctx);
+    // It went along EVENT to "thanks", whose email failed: MESSAGE_FAILED, for an operator.
+    expect(await statusOf(parked.id)).toBe('COMPLETED');
+    const [resumed] = await t.query(`SELECT "resumeEventId" FROM "StepExecution" WHERE id = $1`, [parked.stepExecutionId]);
+    expect(resumed.resumeEventId).toBe(tracked.eventId);
+    await ageProject(t, projectId, 40);
+    await sweep(t.db, 'history', { days: 30, graceSeconds: GRACE, timing: FAST });
+    expect(await statusOf(parked.id)).toBe('COMPLETED');
+    expect(await t.query(`SELECT id FROM "Event" WHERE id = $1`, [tracked.eventId])).toHaveLength(1);
+    expect(await violations(t.db)).toEqual({});
   });
 });
 
