@@ -15,6 +15,7 @@ import { enrollPhase } from './enroll';
 import { eventsPhase } from './events';
 import { httpPhase } from './http';
 import { printTable } from './report';
+import { retentionPhase } from './retention';
 import { stepsPhase } from './steps';
 import { adminQuery, assertInvariants, progress, ROOT, uniqueName, type BenchContext } from './support';
 import { waitsPhase } from './waits';
@@ -25,7 +26,7 @@ import { waitsPhase } from './waits';
 // line more in history.jsonl, and steps.svg. Not part of `npm test`: nothing here is an
 // assertion on time; what fails the run is an invariant violation or a phase's error.
 
-const PHASES = ['enroll', 'steps', 'diagnosis', 'waits', 'events', 'console', 'http'] as const;
+const PHASES = ['enroll', 'steps', 'diagnosis', 'waits', 'events', 'console', 'http', 'retention'] as const;
 type Phase = (typeof PHASES)[number];
 
 function parseArgs(argv: string[]): { quick: boolean; keep: boolean; only: Phase[] } {
@@ -126,6 +127,9 @@ async function main(): Promise<void> {
           break;
         case 'console':
           results.console = await consolePhase(ctx);
+          break;
+        case 'retention':
+          results.retention = await retentionPhase(ctx);
           break;
       }
       await assertInvariants(db, phase);

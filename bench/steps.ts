@@ -116,7 +116,7 @@ async function prepareRound(ctx: BenchContext, projectId: string, contacts: stri
   return workflowId;
 }
 
-async function engineRound(ctx: BenchContext, projectId: string, contacts: string[], n: number): Promise<Throughput> {
+export async function engineRound(ctx: BenchContext, projectId: string, contacts: string[], n: number): Promise<Throughput> {
   const workflowId = await prepareRound(ctx, projectId, contacts, `steps-engine-${n}`);
   const workers = await spawnMany(n, () =>
     spawnChild(['--import', 'tsx', 'scripts/worker.ts', '--concurrency', String(CONCURRENCY)], {

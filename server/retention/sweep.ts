@@ -30,6 +30,8 @@ export interface SweepSettings {
   shouldStop?: () => boolean;
   /** Called after every batch; false ends the sweep (its claim was lost). */
   afterBatch?: () => Promise<boolean>;
+  /** Told how long each batch's statement took (the bench's figures, a log). */
+  onBatch?: (ms: number, removed: Removed) => void;
 }
 
 export interface SweepResult {
@@ -97,6 +99,7 @@ export async function sweep(db: RawDb, kind: RetentionKind, settings: SweepSetti
         if (settings.shouldStop?.()) return { cutoff, removed, batches, stopped: true };
         const t0 = performance.now();
         const batch = await walk({ projectId, cutoff, graceSeconds: settings.graceSeconds, limit }, after);
+        settings.onBatch?.(performance.now() - t0, batch.removed);
         batches++;
         addRemoved(inProject, batch.removed);
         addRemoved(removed, batch.removed);
