@@ -16,6 +16,7 @@ import { eventsPhase } from './events';
 import { httpPhase } from './http';
 import { pgbouncerPhase } from './pgbouncer';
 import { printTable } from './report';
+import { retentionPhase } from './retention';
 import { stepsPhase } from './steps';
 import { adminQuery, assertInvariants, progress, ROOT, uniqueName, type BenchContext } from './support';
 import { waitsPhase } from './waits';
@@ -26,7 +27,7 @@ import { waitsPhase } from './waits';
 // line more in history.jsonl, and steps.svg. Not part of `npm test`: nothing here is an
 // assertion on time; what fails the run is an invariant violation or a phase's error.
 
-const PHASES = ['enroll', 'steps', 'pgbouncer', 'diagnosis', 'waits', 'events', 'console', 'http'] as const;
+const PHASES = ['enroll', 'steps', 'pgbouncer', 'diagnosis', 'waits', 'events', 'console', 'http', 'retention'] as const;
 type Phase = (typeof PHASES)[number];
 
 function parseArgs(argv: string[]): { quick: boolean; keep: boolean; only: Phase[] } {
@@ -130,6 +131,9 @@ async function main(): Promise<void> {
           break;
         case 'console':
           results.console = await consolePhase(ctx);
+          break;
+        case 'retention':
+          results.retention = await retentionPhase(ctx);
           break;
       }
       await assertInvariants(db, phase);

@@ -6,6 +6,7 @@ import { DELIVERY_AND_DATABASE_MUTATIONS } from './guard-mutations/delivery-and-
 import { VERSIONS_MUTATIONS } from './guard-mutations/versions';
 import { WEBHOOKS_MUTATIONS } from './guard-mutations/webhooks';
 import { API_MUTATIONS } from './guard-mutations/api';
+import { RETENTION_MUTATIONS } from './guard-mutations/retention';
 import type { Mutation } from './guard-mutations/mutation';
 
 // Shows that the race suite can fail: for each guard in the code, remove it, run the
@@ -21,7 +22,7 @@ const ROOT = path.resolve(import.meta.dirname, '..');
 
 
 // The mutations, by area, in scripts/guard-mutations/.
-const MUTATIONS: Mutation[] = [...DELIVERY_AND_DATABASE_MUTATIONS, ...CLAIMS_AND_EVENTS_MUTATIONS, ...VERSIONS_MUTATIONS, ...WEBHOOKS_MUTATIONS, ...API_MUTATIONS];
+const MUTATIONS: Mutation[] = [...DELIVERY_AND_DATABASE_MUTATIONS, ...CLAIMS_AND_EVENTS_MUTATIONS, ...VERSIONS_MUTATIONS, ...WEBHOOKS_MUTATIONS, ...API_MUTATIONS, ...RETENTION_MUTATIONS];
 
 function applyEdits(m: Mutation): Map<string, string> {
   const originals = new Map<string, string>();

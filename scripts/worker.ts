@@ -8,6 +8,7 @@ import { withDrillFaults } from '../server/engine/fault-transport';
 import { logTransport, smtpTransport, transportTimeoutMs, type MailTransport } from '../server/engine/transport';
 import { WAKEUP_CHANNEL } from '../server/engine/wakeup';
 import { Worker } from '../server/engine/worker';
+import { RetentionSweeper } from '../server/retention/sweeper';
 import { dispatcherSettings, WebhookDispatcher } from '../server/webhooks/dispatcher';
 import { StuckNotifier } from '../server/webhooks/stuck-notices';
 
@@ -78,6 +79,27 @@ async function main(): Promise<void> {
     log,
   });
 
+  // Retention (docs/deploy.md, "Retention"), when RETENTION_DAYS or AUDIT_RETENTION_DAYS is
+  // set: one sweep of each kind at a time across every worker, on a connection of its own.
+  const retentionDb = config.RETENTION_DAYS > 0 || config.AUDIT_RETENTION_DAYS > 0
+    ? createDb(url, {
+        poolSize: 1,
+        applicationName: 'waypost-retention',
+        ...databaseWaitBounds(),
+        onError: (error) => log('debug', 'idle retention database connection lost; reconnecting on next use', { error: error.message }),
+      })
+    : null;
+  const sweeper = retentionDb
+    ? new RetentionSweeper(retentionDb, {
+        owner,
+        historyDays: config.RETENTION_DAYS,
+        auditDays: config.AUDIT_RETENTION_DAYS,
+        graceSeconds: config.STUCK_GRACE_SECONDS,
+        log,
+      })
+    : null;
+  if (sweeper) log('info', 'retention on', { retentionDays: config.RETENTION_DAYS || 'off', auditRetentionDays: config.AUDIT_RETENTION_DAYS || 'off' });
+
   // LISTEN on a dedicated connection. If it drops (PostgreSQL restarted), polling still
   // finds the work, and the listener comes back with a backoff.
   const listenUrl = sessionDatabaseUrl(config);
@@ -135,7 +157,7 @@ async function main(): Promise<void> {
     }, config.SHUTDOWN_SECONDS * 1000);
     bound.unref();
     try {
-      await Promise.all([worker.stop(), dispatcher.stop(), stuckNotifier.stop()]);
+      await Promise.all([worker.stop(), dispatcher.stop(), stuckNotifier.stop(), sweeper?.stop()]);
     } catch (error) {
       // The loop catches its own failures, so this is a bug: say so, and say it in the exit code.
       log('error', 'drain failed', { error: String(error) });
@@ -147,6 +169,7 @@ async function main(): Promise<void> {
     transport.close?.();
     await closeDb(db).catch((error) => log('warn', 'closing database connections failed', { error: String(error) }));
     await closeDb(webhookDb).catch((error) => log('warn', 'closing webhook database connections failed', { error: String(error) }));
+    if (retentionDb) await closeDb(retentionDb).catch((error) => log('warn', 'closing the retention connection failed', { error: String(error) }));
     log('info', 'stopped');
     process.exit(0);
   };
@@ -156,6 +179,7 @@ async function main(): Promise<void> {
   worker.start();
   dispatcher.start();
   stuckNotifier.start();
+  sweeper?.start();
   log('info', 'worker started', { concurrency, transport: transport.name, webhookConcurrency: config.WEBHOOK_CONCURRENCY });
 }
 

@@ -13,6 +13,14 @@ const postgresUrl = z
   .trim()
   .refine((v) => /^postgres(ql)?:\/\//.test(v), 'must be a postgres:// or postgresql:// URL');
 
+/** A retention period in whole days: 0 (off) up to 100 years. */
+const retentionDays = z.coerce
+  .number({ error: 'must be a whole number of days (0 or unset: off)' })
+  .int('must be a whole number of days (0 or unset: off)')
+  .min(0, 'must be 0 (off) or a positive number of days')
+  .max(36_500, 'must be at most 36500 days (100 years)')
+  .default(0);
+
 export const envSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   /** Unset: `npm start` and `npm test` boot an embedded PostgreSQL under .data/. */
@@ -155,6 +163,15 @@ export const envSchema = z.object({
   WEBHOOK_CONCURRENCY: int(4, 1, 64),
   /** How often a worker looks for stuck groups to notify execution.stuck endpoints about. */
   WEBHOOK_STUCK_CHECK_SECONDS: int(15, 1, 3600),
+  /**
+   * Retention (docs/deploy.md, "Retention"): the workers remove finished executions (with
+   * their step rows and emails), processed events and settled webhook messages older than
+   * this many days, in small batches. 0 or unset: off, nothing is ever removed (the default,
+   * the embedded demo's too). Executions an operator must still look at are always kept.
+   */
+  RETENTION_DAYS: retentionDays,
+  /** Audit entries older than this many days are removed, in their own sweep; 0 or unset: off. */
+  AUDIT_RETENTION_DAYS: retentionDays,
   PUBLIC_URL: z
     .url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' })
     .transform((v) => new URL(v).origin)
@@ -200,6 +217,8 @@ const ECHOED: ReadonlySet<string> = new Set([
   'WEBHOOK_RETRY_SCHEDULE',
   'WEBHOOK_CONCURRENCY',
   'WEBHOOK_STUCK_CHECK_SECONDS',
+  'RETENTION_DAYS',
+  'AUDIT_RETENTION_DAYS',
 ]);
 
 function shown(name: string, value: string | undefined): string {

@@ -24,6 +24,7 @@ const MODULES: [string, string][] = [
   ['repair', 'server/repair/'],
   ['stuck', 'server/stuck/'],
   ['webhooks', 'server/webhooks/'],
+  ['retention', 'server/retention/'],
   ['engine', 'server/engine/'],
   ['db', 'server/db/'],
   ['common', 'server/common/'],

@@ -3,6 +3,7 @@ import { currentActor } from '@/server/http/server-caller';
 import { HydrateClient, getQueryClient, trpc } from '../_trpc/server';
 import { ApiKeysPanel } from './api-keys-panel';
 import { MembersPanel } from './members-panel';
+import { RetentionPanel } from './retention-panel';
 import { WebhooksPanel } from './webhooks-panel';
 
 export const dynamic = 'force-dynamic';
@@ -34,17 +35,19 @@ export default async function SettingsPage() {
     queryClient.prefetchQuery(trpc.members.list.queryOptions()),
     queryClient.prefetchQuery(trpc.members.invitations.queryOptions()),
     queryClient.prefetchQuery(trpc.webhooks.list.queryOptions()),
+    queryClient.prefetchQuery(trpc.retention.status.queryOptions()),
   ]);
   return (
     <HydrateClient>
       <div className="mx-auto max-w-[1400px] space-y-4 px-6 py-5">
         <div>
           <h1 className="text-lg font-semibold tracking-tight">Settings</h1>
-          <p className="text-zinc-500">Who may use this project, the keys programs use to call its API, and the webhooks it sends to your systems.</p>
+          <p className="text-zinc-500">Who may use this project, the keys programs use to call its API, the webhooks it sends to your systems, and how long its history is kept.</p>
         </div>
         <ApiKeysPanel />
         <WebhooksPanel />
         <MembersPanel currentUserId={actor.userId} />
+        <RetentionPanel />
       </div>
     </HydrateClient>
   );

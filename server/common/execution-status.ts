@@ -27,3 +27,11 @@ export const ACTIVE_STATUSES = [ExecutionStatus.RUNNING, ExecutionStatus.WAITING
 export function isActiveStatus(status: string): boolean {
   return (ACTIVE_STATUSES as readonly string[]).includes(status);
 }
+
+/**
+ * Finished for good: no claim moves an execution out of these (server/engine/transitions.ts;
+ * test/retention/policy.test.ts reads the table to prove it), so retention may remove one
+ * without racing a worker or an operator. FAILED is not one of them: an operator may still
+ * retry, skip or cancel it.
+ */
+export const FINISHED_STATUSES = [ExecutionStatus.COMPLETED, ExecutionStatus.EXITED, ExecutionStatus.CANCELLED] as const satisfies readonly ExecutionStatus[];

@@ -88,9 +88,11 @@ function namesStep(s: Prisma.Sql, ws: Prisma.Sql): Prisma.Sql {
 
 /**
  * The execution audit entry `a` is about, as a uuid for its primary key (null when the
- * target is not a uuid), so that a join from the audit log reaches it by its index.
+ * target is not a uuid), so that a join from the audit log reaches it by its index. (Any
+ * uuid target: retention, server/retention/batches.ts, keeps an entry whose execution,
+ * email or event is still there.)
  */
-const auditedExecution = Prisma.sql`(CASE WHEN a."targetId" ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+export const auditedExecution = Prisma.sql`(CASE WHEN a."targetId" ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
                                           THEN a."targetId"::uuid END)`;
 
 /** Audit entry `a` is a manual resolution of wait row `w`: a FORCE_TIMEOUT, a DELIVER_EVENT or a waits.resolve. */

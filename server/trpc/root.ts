@@ -10,6 +10,7 @@ import { invitationsRouter } from './routers/invitations';
 import { membersRouter } from './routers/members';
 import { overviewRouter } from './routers/overview';
 import { repairRouter } from './routers/repair';
+import { retentionRouter } from './routers/retention';
 import { templatesRouter } from './routers/templates';
 import { waitsRouter } from './routers/waits';
 import { webhooksRouter } from './routers/webhooks';
@@ -31,6 +32,7 @@ export const appRouter = router({
   members: membersRouter,
   invitations: invitationsRouter,
   webhooks: webhooksRouter,
+  retention: retentionRouter,
 });
 
 export type AppRouter = typeof appRouter;

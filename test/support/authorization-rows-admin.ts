@@ -1,7 +1,7 @@
 import { expect } from 'vitest';
 import { type MatrixRow, unique, uuid, ok, refused, FIRST_OWNER, type Row } from './authorization-cells';
 
-// The matrix's rows for repairs, the audit log, API keys, members and invitations.
+// The matrix's rows for repairs, the audit log, API keys, members, invitations and retention.
 export const ADMIN_ROWS: Record<string, MatrixRow> = {
   'repair.stuck': {
     minimum: 'OPERATOR',
@@ -198,6 +198,19 @@ export const ADMIN_ROWS: Record<string, MatrixRow> = {
     answer: (reply, own, _input, cell) => {
       if (cell !== FIRST_OWNER && reply.code === 'NOT_FOUND') return refused(reply, cell, 404, 'NOT_FOUND');
       expect(ok(reply, cell), cell).toMatchObject({ userId: own.memberUserId, email: 'own-member@example.com' });
+    },
+  },
+
+  // Read-only and about the caller's project: every member may know how long its history is kept.
+  'retention.status': {
+    minimum: 'VIEWER',
+    input: () => undefined,
+    answer: (reply, _own, _input, cell) => {
+      const status = ok(reply, cell);
+      // Neither variable is set for the tests: both off, and nothing ever swept here.
+      expect(status.history, cell).toMatchObject({ variable: 'RETENTION_DAYS', days: null, project: null });
+      expect(status.audit, cell).toMatchObject({ variable: 'AUDIT_RETENTION_DAYS', days: null, project: null });
+      expect(status.neverRemoved.length, cell).toBeGreaterThan(3);
     },
   },
 };
