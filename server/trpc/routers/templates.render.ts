@@ -4,6 +4,7 @@ import type { z } from 'zod';
 import type { Db } from '../../db';
 import type { Actor } from '../../auth/actor';
 import { env } from '../../env';
+import { log } from '../../log';
 import { processSingleton } from '../../process-registry';
 import { writeAudit } from '../../engine/audit';
 import { logTransport, smtpTransport, transportTimeoutMs, type MailTransport } from '../../engine/transport';
@@ -72,7 +73,7 @@ function configuredTransport(): MailTransport {
   const config = env();
   return config.SMTP_URL
     ? smtpTransport(config.SMTP_URL, { timeoutMs: transportTimeoutMs(config.LEASE_SECONDS) })
-    : logTransport((line) => console.info(`templates.testSend: ${line}`));
+    : logTransport((line) => log.info(`templates.testSend: ${line}`));
 }
 
 function testSendLimits(): RateLimiterMemory {
