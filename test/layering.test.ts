@@ -25,6 +25,7 @@ const MODULES: [string, string][] = [
   ['stuck', 'server/stuck/'],
   ['webhooks', 'server/webhooks/'],
   ['engine', 'server/engine/'],
+  ['metrics', 'server/metrics/'],
   ['db', 'server/db/'],
   ['common', 'server/common/'],
   ['generated', 'server/generated/'],

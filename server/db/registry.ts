@@ -15,3 +15,6 @@ export const prepared = processSingleton('db.prepared', (): { pools: WeakMap<Pri
 }));
 export const pools = prepared.pools;
 
+
+/** The pools createDb opened and closeDb has not closed yet, with their application_name: /metrics reports their use. */
+export const openPools = processSingleton('db.openPools', () => new Map<pg.Pool, string>());
