@@ -148,6 +148,10 @@ function printReady(url: string, workers: number, logins: DemoLogin[]): void {
     `  database  ${database?.embedded ? 'embedded PostgreSQL, ' : ''}${redactUrl(url)}`,
     `  workers   ${workers}`,
   ];
+  if (env.METRICS_TOKEN) {
+    const ports = env.WORKER_METRICS_PORT && workers > 0 ? `; workers' on ${env.METRICS_HOST}:${env.WORKER_METRICS_PORT}-${env.WORKER_METRICS_PORT + workers - 1}` : '';
+    lines.push(`  metrics   http://localhost:${env.PORT}/metrics${ports} (Bearer METRICS_TOKEN)`);
+  }
   if (logins.length > 0) {
     lines.push('  demo sign-ins (project "demo"):');
     const width = Math.max(...logins.map((l) => l.email.length));
@@ -182,7 +186,9 @@ async function main(): Promise<void> {
   supervisor.start('web', process.execPath, ['--import', 'tsx', path.join(ROOT, 'scripts', 'web.ts')], childEnv);
   let workers = 0;
   for (; workers < env.WORKERS; workers++) {
-    supervisor.start(`worker-${workers + 1}`, process.execPath, ['--import', 'tsx', WORKER_ENTRY], childEnv);
+    // Each worker's metrics listener on a port of its own: WORKER_METRICS_PORT, +1, +2, ...
+    const metrics = env.WORKER_METRICS_PORT ? { WORKER_METRICS_PORT: String(env.WORKER_METRICS_PORT + workers) } : {};
+    supervisor.start(`worker-${workers + 1}`, process.execPath, ['--import', 'tsx', WORKER_ENTRY], { ...childEnv, ...metrics });
   }
 
   const died = supervisor.firstUnexpectedExit();

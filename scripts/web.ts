@@ -2,6 +2,10 @@ import next from 'next';
 import { parseEnv } from '../server/env';
 import { readMigrations } from '../server/migrator';
 import { createWebServer } from '../server/http/web-server';
+import { db } from '../server/db';
+import { captureConsole, configureLogging, log } from '../server/log';
+import { reportStuckFigures } from '../server/metrics/registry';
+import { stuckFiguresSource } from '../server/read/stuck-figures';
 import { ROOT } from './database';
 
 // The web process: its configuration, Next.js prepared from the production build, the
@@ -11,6 +15,8 @@ import { ROOT } from './database';
 // to SHUTDOWN_SECONDS (then every connection is closed).
 
 const env = parseEnv();
+configureLogging({ role: 'web' });
+captureConsole();
 const hostname = process.env.HOSTNAME || undefined;
 const app = next({ dev: false, dir: ROOT, port: env.PORT, hostname });
 const handle = app.getRequestHandler();
@@ -21,14 +27,17 @@ const web = createWebServer({
   apiThroughNext: process.env.WAYPOST_API_THROUGH_NEXT === '1',
   drainMs: env.SHUTDOWN_SECONDS * 1000,
   migrations: readMigrations().map((m) => m.name),
+  metricsToken: env.METRICS_TOKEN,
 });
+// /metrics' stuck items: the console's figures, summed at most every 15 s (server/read/stuck-figures.ts).
+if (env.METRICS_TOKEN) reportStuckFigures(stuckFiguresSource(db(), { graceSeconds: env.STUCK_GRACE_SECONDS }));
 web.server.listen(env.PORT, hostname, () => {
-  process.stdout.write(`web server listening on ${env.PORT}${env.TRUSTED_PROXIES ? ` (trusting X-Forwarded-For from ${env.TRUSTED_PROXIES})` : ''}\n`);
+  log.info(`web server listening on ${env.PORT}${env.TRUSTED_PROXIES ? ` (trusting X-Forwarded-For from ${env.TRUSTED_PROXIES})` : ''}${env.METRICS_TOKEN ? ', /metrics with METRICS_TOKEN' : ''}`);
 });
 
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.on(signal, () => {
-    process.stdout.write(`${signal}: draining (at most ${env.SHUTDOWN_SECONDS} s)\n`);
+    log.info(`${signal}: draining (at most ${env.SHUTDOWN_SECONDS} s)`);
     web.drain(() => process.exit(0));
   });
 }

@@ -3,6 +3,8 @@ import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { closeDb, createDb, databaseWaitBounds } from '../server/db';
 import { databaseUrl, env, EnvError, sessionDatabaseUrl } from '../server/env';
+import { metricsListener } from '../server/http/metrics';
+import { captureConsole, configureLogging, log as logger, logFormat, type LogFields } from '../server/log';
 import { createEngineContext, type EngineContext } from '../server/engine/context';
 import { withDrillFaults } from '../server/engine/fault-transport';
 import { logTransport, smtpTransport, transportTimeoutMs, type MailTransport } from '../server/engine/transport';
@@ -19,6 +21,13 @@ import { StuckNotifier } from '../server/webhooks/stuck-notices';
 // polls every WORKER_POLL_MS and says so once), logs one JSON line per event, and drains on
 // SIGTERM: the pass in flight finishes, then the process exits.
 
+/** The worker's text line: one JSON-like object, `at`, `level`, `worker`, `message`, then the fields (an `err` as `error`). */
+function workerLine(owner: string, level: string, message: string, fields: LogFields | undefined): string {
+  const { err, ...rest } = fields ?? {};
+  const error = err === undefined ? {} : { error: err instanceof Error ? (err.stack ?? err.message) : String(err) };
+  return JSON.stringify({ at: new Date().toISOString(), level, worker: owner, message, ...rest, ...error });
+}
+
 function parseArgs(argv: string[]): { concurrency?: number } {
   const i = argv.indexOf('--concurrency');
   if (i === -1) return {};
@@ -33,13 +42,19 @@ async function main(): Promise<void> {
   const config = env();
   const args = parseArgs(process.argv.slice(2));
   const concurrency = args.concurrency ?? config.WORKER_CONCURRENCY;
-  const levels = ['debug', 'info', 'warn', 'error'];
-  const minLevel = levels.indexOf(config.LOG_LEVEL);
   const owner = `worker:${hostname()}:${process.pid}`;
-  const log: EngineContext['log'] = (level, message, fields) => {
-    if (levels.indexOf(level) < minLevel) return;
-    process.stdout.write(`${JSON.stringify({ at: new Date().toISOString(), level, worker: owner, message, ...fields })}\n`);
-  };
+  // LOG_FORMAT=text: the worker's one JSON-like line per event, as always; json: pino's (server/log.ts).
+  configureLogging({ role: 'worker', fields: { worker: owner }, textLine: (level, message, fields) => workerLine(owner, level, message, fields) });
+  captureConsole();
+  const log: EngineContext['log'] = (level, message, fields) => logger[level](message, fields);
+  // Its own metrics listener (server/http/metrics.ts), before any work: a port it cannot have stops it here.
+  const metricsAt = config.WORKER_METRICS_PORT ? `${config.METRICS_HOST}:${config.WORKER_METRICS_PORT}` : null;
+  if (config.WORKER_METRICS_PORT && !config.METRICS_TOKEN) {
+    throw new EnvError('WORKER_METRICS_PORT is set but METRICS_TOKEN is not: the metrics listener answers only with the token, so set METRICS_TOKEN too (at least 16 characters), or unset WORKER_METRICS_PORT.');
+  }
+  const metricsServer = config.WORKER_METRICS_PORT && config.METRICS_TOKEN
+    ? await metricsListener({ port: config.WORKER_METRICS_PORT, host: config.METRICS_HOST, token: config.METRICS_TOKEN })
+    : null;
   const url = databaseUrl();
   const db = createDb(url, {
     poolSize: concurrency + 2,
@@ -170,6 +185,7 @@ async function main(): Promise<void> {
     await closeDb(db).catch((error) => log('warn', 'closing database connections failed', { error: String(error) }));
     await closeDb(webhookDb).catch((error) => log('warn', 'closing webhook database connections failed', { error: String(error) }));
     if (retentionDb) await closeDb(retentionDb).catch((error) => log('warn', 'closing the retention connection failed', { error: String(error) }));
+    metricsServer?.close();
     log('info', 'stopped');
     process.exit(0);
   };
@@ -180,13 +196,15 @@ async function main(): Promise<void> {
   dispatcher.start();
   stuckNotifier.start();
   sweeper?.start();
-  log('info', 'worker started', { concurrency, transport: transport.name, webhookConcurrency: config.WEBHOOK_CONCURRENCY });
+  log('info', 'worker started', { concurrency, transport: transport.name, webhookConcurrency: config.WEBHOOK_CONCURRENCY, ...(metricsAt ? { metrics: metricsAt } : {}) });
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   main().catch((error) => {
     if (error instanceof EnvError) {
       process.stderr.write(`${error.message}\n`);
+    } else if (logFormat() === 'json') {
+      logger.error('worker failed to start', { err: error });
     } else {
       process.stderr.write(`worker failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
     }

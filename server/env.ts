@@ -105,6 +105,17 @@ export const envSchema = z.object({
    */
   SEED_DEMO: z.enum(['0', '1', 'force'], { error: 'must be 0, 1 or force' }).optional(),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+  /** text: the lines as they always were; json: one JSON object a line on stdout (server/log.ts). */
+  LOG_FORMAT: z.enum(['text', 'json'], { error: 'must be text or json' }).default('text'),
+  /**
+   * The Bearer token /metrics asks for (the web server's, and each worker's listener).
+   * Unset: the web server answers /metrics 404 and workers open no listener.
+   */
+  METRICS_TOKEN: z.string().trim().min(16, 'must be at least 16 characters (e.g. `openssl rand -hex 32`)').optional(),
+  /** A worker's metrics listener port; `npm start` gives its workers this port plus 0, 1, 2, ... Unset: no listener. */
+  WORKER_METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
+  /** The address a worker's metrics listener binds to. */
+  METRICS_HOST: z.string().trim().min(1).default('127.0.0.1'),
   /**
    * Signs session cookies. Unset: `npm start` generates one once and keeps it in
    * .data/auth-secret, so sessions survive restarts; set it when running `next start` alone.
@@ -207,6 +218,9 @@ const ECHOED: ReadonlySet<string> = new Set([
   'EVENT_MAX_ATTEMPTS',
   'SEED_DEMO',
   'LOG_LEVEL',
+  'LOG_FORMAT',
+  'WORKER_METRICS_PORT',
+  'METRICS_HOST',
   'PUBLIC_URL',
   'TRUSTED_PROXIES',
   'RATE_LIMIT_PER_KEY',

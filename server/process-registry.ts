@@ -22,6 +22,8 @@ export type ProcessSingletonKey =
   | 'db'
   /** server/db/registry.ts: the pools under createDb's clients, and the names of prepared statements. */
   | 'db.prepared'
+  /** server/db/registry.ts: the pools createDb opened and closeDb has not closed, by application name (for /metrics). */
+  | 'db.openPools'
   /** server/db/rate-counter.ts: the counters of the shared request limits, one per pool (with their in-memory insurance). */
   | 'db.rateCounters'
   /** server/http/rate-limits.ts: the API's per-key, per-session and per-address limits. */
@@ -32,7 +34,15 @@ export type ProcessSingletonKey =
   /** server/engine/workflows.ts: workflow graphs read in the last few seconds. */
   | 'engine.workflowGraphs'
   /** server/engine/wakeup.ts: each client's NOTIFY spacing. */
-  | 'engine.wakers';
+  | 'engine.wakers'
+  /** server/log.ts: the logger's configuration and pino instance, the console as it was, each request's context (its id). */
+  | 'log.state'
+  | 'log.console'
+  | 'log.requests'
+  /** server/metrics/counts.ts: what the engine counted (steps, lost claims, waits, events, messages). */
+  | 'metrics.counts'
+  /** server/metrics/registry.ts: the Prometheus registry, its metrics, and the sources they read at a scrape. */
+  | 'metrics.registry';
 
 const REGISTRY = Symbol.for('waypost.processRegistry');
 

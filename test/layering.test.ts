@@ -26,6 +26,7 @@ const MODULES: [string, string][] = [
   ['webhooks', 'server/webhooks/'],
   ['retention', 'server/retention/'],
   ['engine', 'server/engine/'],
+  ['metrics', 'server/metrics/'],
   ['db', 'server/db/'],
   ['common', 'server/common/'],
   ['generated', 'server/generated/'],

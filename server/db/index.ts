@@ -4,7 +4,7 @@ import { PrismaClient } from '../generated/prisma/client';
 import { databaseUrl, env } from '../env';
 import { processSingleton } from '../process-registry';
 import { boundedClient, CheckedPool, ReadTimeoutClient, serverTimeoutMs } from './pool';
-import { pools, transactionPooled } from './registry';
+import { openPools, pools, transactionPooled } from './registry';
 import type { Db } from './types';
 
 // The database client: a Prisma client over a node-postgres pool of this module's own
@@ -75,6 +75,7 @@ export function createDb(
   pool.on('error', onError);
   const client = new PrismaClient({ adapter: new PrismaPg(pool) });
   pools.set(client, pool);
+  openPools.set(pool, options.applicationName ?? 'waypost');
   return client;
 }
 
@@ -86,7 +87,9 @@ export function poolOf(db: Db): pg.Pool | undefined {
 /** Disconnect a client made by createDb and close its pool. */
 export async function closeDb(db: Db): Promise<void> {
   await db.$disconnect();
-  await pools.get(db)?.end();
+  const pool = pools.get(db);
+  if (pool) openPools.delete(pool);
+  await pool?.end();
 }
 
 /**

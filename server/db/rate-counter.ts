@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { processSingleton } from '../process-registry';
+import { log as logger } from '../log';
 
 // Request limits counted in PostgreSQL, so every web process enforces the one limit: the
 // API's calls a minute (server/http/rate-limits.ts) and better-auth's sign-in attempts per
@@ -55,7 +56,7 @@ export class SharedRateCounter {
 
   constructor(
     private readonly pool: () => pg.Pool,
-    private readonly log: (line: string) => void = (line) => console.warn(line),
+    private readonly log: (line: string) => void = (line) => logger.warn(line),
   ) {}
 
   /**

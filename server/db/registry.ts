@@ -21,3 +21,6 @@ export const prepared = processSingleton(
 export const pools = prepared.pools;
 export const transactionPooled = prepared.transactionPooled;
 
+
+/** The pools createDb opened and closeDb has not closed yet, with their application_name: /metrics reports their use. */
+export const openPools = processSingleton('db.openPools', () => new Map<pg.Pool, string>());

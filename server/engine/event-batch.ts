@@ -1,4 +1,5 @@
 import { transaction, type Db } from '../db';
+import { log } from '../log';
 import { writeAudit, type Acting } from './audit';
 import { createEngineContext, DEFAULT_ENGINE_CONFIG } from './context';
 import { dispatchEvent, storeEvent, type TrackEventInput } from './events';
@@ -53,7 +54,7 @@ async function dispatchAll(db: Db, stored: BatchEventResult[]): Promise<void> {
     while (next < fresh.length) {
       const eventId = fresh[next++]!;
       const summary = await dispatchEvent(engine, eventId).catch((error: unknown) => {
-        console.warn(`events.trackMany: inline dispatch of ${eventId} failed; the sweeper will retry:`, error);
+        log.warn(`events.trackMany: inline dispatch of ${eventId} failed; the sweeper will retry:`, { err: error });
         return null;
       });
       if (summary?.resumed.some((r) => r.result.resumed)) resumed = true;

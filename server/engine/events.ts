@@ -1,4 +1,5 @@
 import { transaction, type Db, type RawDb } from '../db';
+import { log } from '../log';
 import { writeAudit, type Acting } from './audit';
 import {
   claimDueEvents,
@@ -79,7 +80,7 @@ export async function trackEventAudited(db: Db, by: Acting, input: Omit<TrackEve
   if (stored.ok && !stored.duplicate) {
     const engine = createEngineContext(db, { owner: `api:${process.pid}` });
     const summary = await dispatchEvent(engine, stored.eventId).catch((error: unknown) => {
-      console.warn(`events.track: inline dispatch of ${stored.eventId} failed; the sweeper will retry:`, error);
+      log.warn(`events.track: inline dispatch of ${stored.eventId} failed; the sweeper will retry:`, { err: error });
       return null;
     });
     // Dispatch wakes workers for its enrollments itself; resumed waits need it here.

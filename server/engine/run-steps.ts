@@ -11,6 +11,7 @@ import {
   type StepClaim,
 } from './claims';
 import { rawTransaction } from '../db';
+import { countStepClaimed, countStepCompleted, type StepOutcomeLabel } from '../metrics/counts';
 import { CompletionBatch } from './completion-batch';
 import type { EngineContext } from './context';
 import { continueAfterWait } from './continuations';
@@ -32,6 +33,12 @@ function retryDelaySeconds(attempt: number): number {
 
 export function errorText(error: unknown): string {
   return (error instanceof Error ? error.message : String(error)).slice(0, 2000);
+}
+
+/** How a step's recorded outcome is counted (waypost_steps_completed_total); a DELAY 0 goes on at once. */
+function completedAs(outcome: StepOutcome): StepOutcomeLabel {
+  if (outcome.kind === 'park') return !outcome.eventName && outcome.dueInSeconds <= 0 ? 'advanced' : 'parked';
+  return outcome.kind === 'advance' ? 'advanced' : outcome.kind === 'exit' ? 'exited' : 'failed';
 }
 
 /** Each engine context's completions of the current turn (completion-batch.ts). */
@@ -121,6 +128,7 @@ export async function runClaimedStep(ctx: EngineContext, claim: StepClaim, opts:
   // was enrolled on (or migrated to) however many versions were published since.
   const graph = await loadVersionGraph(ctx.db, claim.workflowVersionId);
   const step = stepOf(graph, claim.stepId);
+  countStepClaimed(step.type);
   // Keep the lease while this step runs, so a slow step is not taken over; a dead
   // process stops renewing and its lease runs out.
   const renewal = setInterval(() => {
@@ -152,6 +160,7 @@ export async function runClaimedStep(ctx: EngineContext, claim: StepClaim, opts:
     });
     return { result, continueAt: null, next: null };
   }
+  countStepCompleted(step.type, completedAs(outcome));
   if ('resumeEvent' in result && result.resumeEvent) {
     // The wait parked already resolved by an event accepted while it was being set up:
     // go on along its EVENT branch now (if this loses, the continuation sweeper does it).

@@ -1,3 +1,4 @@
+import { countMessages } from '../metrics/counts';
 import { writeAudit } from './audit';
 import { claimQueuedMessages, recordDeliveries, recordDelivery, renewMessageLeases, type DeliveryOutcome, type QueuedMessage } from './claims';
 import type { EngineContext } from './context';
@@ -141,16 +142,21 @@ export async function deliverQueuedMessages(ctx: EngineContext, opts: { from: st
  * its fence (an operator took it over) is kept in the audit log.
  */
 async function recordOutcomes(ctx: EngineContext, messages: QueuedMessage[], outcomes: DeliveryOutcome[]): Promise<void> {
-  let settled: Set<string>;
+  let recorded: Set<string>;
+  const unwritten = new Set<string>();
   try {
-    settled = new Set(await recordDeliveries(ctx.db, { owner: ctx.owner, outcomes }));
+    recorded = new Set(await recordDeliveries(ctx.db, { owner: ctx.owner, outcomes }));
   } catch {
     const written = await Promise.all(outcomes.map((outcome) => recordWithRetries(ctx, outcome)));
+    recorded = new Set(outcomes.filter((_, i) => written[i] === 'recorded').map((o) => o.messageId));
     // An outcome that could not be written at all stays SENDING (MESSAGE_UNCONFIRMED): not a lost fence.
-    settled = new Set(outcomes.filter((_, i) => written[i] !== 'fenced').map((o) => o.messageId));
+    for (const [i, o] of outcomes.entries()) if (written[i] === 'unwritten') unwritten.add(o.messageId);
   }
   for (const outcome of outcomes) {
-    if (outcome.error || settled.has(outcome.messageId)) continue;
+    if (recorded.has(outcome.messageId)) countMessages(outcome.error ? 'failed' : 'sent');
+    else if (unwritten.has(outcome.messageId)) countMessages('unconfirmed');
+    if (outcome.error || recorded.has(outcome.messageId) || unwritten.has(outcome.messageId)) continue;
+    countMessages('late');
     await keepLateDelivery(ctx, messages.find((m) => m.id === outcome.messageId)!, outcome);
   }
 }

@@ -1,6 +1,7 @@
 import { fetchRequestHandler } from '@trpc/server/adapters/fetch';
 import { createOpenApiFetchHandler } from 'trpc-to-openapi';
 import { TRPCError } from '@trpc/server';
+import { log } from '../log';
 import { asDatabaseUnavailable, errorId, internalErrorMessage, logOutage, outageHeaders } from '../trpc/errors';
 import { appRouter } from '../trpc/root';
 import { createApiContext, type Context } from '../trpc/trpc';
@@ -27,7 +28,7 @@ function serveTrpc(req: Request, context: () => Promise<Context>): Promise<Respo
     onError({ error, path }) {
       // Bad input, lost claims and missing rows are answers; anything else is a bug or an
       // outage and belongs in the server log.
-      if (error.code === 'INTERNAL_SERVER_ERROR') console.error(`tRPC ${path ?? '<no path>'} failed (request ${errorId(error)}):`, error.cause ?? error);
+      if (error.code === 'INTERNAL_SERVER_ERROR') log.error(`tRPC ${path ?? '<no path>'} failed (request ${errorId(error)}):`, { err: error.cause ?? error });
       if (error.code === 'SERVICE_UNAVAILABLE') logOutage('tRPC', error);
     },
     // A 503 (the database unreachable) says when to try again, alone or in a batch.
@@ -69,7 +70,7 @@ function serveRest(req: Request, context: () => Promise<Context>): Promise<Respo
     req,
     createContext: context,
     onError({ error, path }) {
-      if (error.code === 'INTERNAL_SERVER_ERROR') console.error(`REST ${path ?? '<no path>'} failed (request ${errorId(error)}):`, error.cause ?? error);
+      if (error.code === 'INTERNAL_SERVER_ERROR') log.error(`REST ${path ?? '<no path>'} failed (request ${errorId(error)}):`, { err: error.cause ?? error });
       if (error.code === 'SERVICE_UNAVAILABLE') logOutage('REST', error);
     },
     responseMeta: ({ errors, data }) => ({ headers: { ...outageHeaders(errors), ...nextLinkHeader(data) } }),
@@ -131,7 +132,7 @@ async function serveIdempotent(req: Request, key: string, headers: Headers): Pro
       logOutage('REST', outage);
       return problemResponse(problem('SERVICE_UNAVAILABLE', outage.message), outageHeaders([outage]));
     }
-    console.error(`REST ${url.pathname} failed (request ${errorId(error as object)}):`, error);
+    log.error(`REST ${url.pathname} failed (request ${errorId(error as object)}):`, { err: error });
     return problemResponse(problem('INTERNAL_SERVER_ERROR', internalErrorMessage(error as object)));
   }
 }

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createURL, incomingMessageToRequest } from '@trpc/server/adapters/node-http';
+import { log } from '../log';
 import { restEndpoint, REST_METHODS, trpcEndpoint, TRPC_METHODS } from './endpoints';
 import { apiSecurityHeaders } from './security-headers';
 
@@ -58,7 +59,7 @@ export async function serveApi(req: IncomingMessage, res: ServerResponse, endpoi
   } catch (error) {
     // The endpoints answer every failure themselves; this is a bug. Next.js answered an
     // exception from a route handler with an empty 500.
-    console.error(`${req.method} ${req.url?.split('?')[0]} failed:`, error);
+    log.error(`${req.method} ${req.url?.split('?')[0]} failed:`, { err: error });
     if (!res.headersSent) res.writeHead(500, apiSecurityHeaders());
     res.end();
     return;
@@ -93,7 +94,7 @@ export async function serveApi(req: IncomingMessage, res: ServerResponse, endpoi
       if (res.destroyed) break;
     }
   } catch (error) {
-    if (!res.destroyed) console.error(`${req.method} ${req.url?.split('?')[0]}: writing the answer failed:`, error);
+    if (!res.destroyed) log.error(`${req.method} ${req.url?.split('?')[0]}: writing the answer failed:`, { err: error });
   } finally {
     res.off('close', gone);
     res.end();

@@ -1,7 +1,11 @@
 import http from 'node:http';
 import { admitBody } from './body-limit';
 import { clientAddress, trustOf } from './client-address';
+import { log, withRequest } from '../log';
 import { healthAnswer, healthHeaders, isHealthPath, type HealthAnswer } from './health';
+import { METRICS_PATH, metricsAnswer, writeMetricsAnswer } from './metrics';
+import { observeRequest } from './request-metrics';
+import { REQUEST_ID_HEADER, requestIdOf } from './request-id';
 import { apiEndpointOf, hasUrl, serveApi } from './node-endpoints';
 import { undecodableAddress } from './request-target';
 import { apiSecurityHeaders } from './security-headers';
@@ -19,7 +23,9 @@ import { apiSecurityHeaders } from './security-headers';
 // Next.js. /healthz and /readyz (health.ts) are answered here too, before anything else
 // can refuse them: no rate limit, no credentials. Draining (SIGTERM) turns /readyz to 503
 // at once, stops accepting, lets in-flight requests finish (up to SHUTDOWN_SECONDS),
-// closes each keep-alive connection once it is idle, then says it is done.
+// closes each keep-alive connection once it is idle, then says it is done. Every request
+// gets an id (request-id.ts: X-Request-Id, echoed, on each line logged meanwhile) and,
+// with METRICS_TOKEN set, its duration in /metrics (metrics.ts, answered here too).
 
 /**
  * Methods that fetch's Request refuses to carry (TRACE, CONNECT; Node's parser refuses
@@ -44,6 +50,8 @@ export interface WebServerOptions {
   migrations: readonly string[];
   /** How long a drain waits for the requests in flight before it closes every connection (SHUTDOWN_SECONDS). */
   drainMs: number;
+  /** METRICS_TOKEN: /metrics answers with it only; unset, /metrics is 404 and no request is measured. */
+  metricsToken?: string;
 }
 
 export interface WebServer {
@@ -59,7 +67,22 @@ export function createWebServer(options: WebServerOptions): WebServer {
   const refusal = { ...apiSecurityHeaders(), 'Content-Type': 'text/plain; charset=utf-8' };
   let stopping = false;
 
+  // Every request: its id (echoed, and on every line logged while it is handled), its
+  // duration in the metrics, and a debug line when it is answered.
   const server = http.createServer((req, res) => {
+    const requestId = requestIdOf(req);
+    req.headers['x-request-id'] = requestId;
+    res.setHeader(REQUEST_ID_HEADER, requestId);
+    const started = performance.now();
+    res.once('close', () => {
+      const seconds = (performance.now() - started) / 1000;
+      const route = options.metricsToken ? observeRequest(req, res.statusCode, seconds) : null;
+      log.debug('request answered', { requestId, method: req.method, ...(route ? { route } : {}), status: res.statusCode, ms: Math.round(seconds * 1000) });
+    });
+    withRequest(requestId, () => answer(req, res));
+  });
+
+  const answer = (req: http.IncomingMessage, res: http.ServerResponse) => {
     // Draining: a request that came on a kept-alive connection is answered, and that
     // connection is then closed, so the client's next request opens a new one (refused).
     if (stopping) res.setHeader('Connection', 'close');
@@ -88,6 +111,10 @@ export function createWebServer(options: WebServerOptions): WebServer {
       res.writeHead(undecodable.status, { ...refusal, 'Content-Type': undecodable.contentType }).end(undecodable.body);
       return;
     }
+    if (pathname === METRICS_PATH) {
+      void metricsAnswer(req, options.metricsToken).then((answer) => writeMetricsAnswer(req, res, answer));
+      return;
+    }
     if (isHealthPath(pathname)) {
       if (req.method !== 'GET' && req.method !== 'HEAD') {
         res.writeHead(405, { ...refusal, Allow: 'GET, HEAD' }).end(methodNotAllowed(req.method));
@@ -108,7 +135,7 @@ export function createWebServer(options: WebServerOptions): WebServer {
       if (endpoint) void serveApi(req, res, endpoint);
       else void handle(req, res);
     });
-  });
+  };
   server.on('connect', (req, socket) => {
     const body = methodNotAllowed(req.method);
     const headers = Object.entries({ ...refusal, Allow: ALLOW, 'Content-Length': Buffer.byteLength(body), Connection: 'close' }).map(([name, value]) => `${name}: ${value}\r\n`);

@@ -1,6 +1,7 @@
 import superjson from 'superjson';
 import type { DbTx } from '../db';
 import { env } from '../env';
+import { log } from '../log';
 import { processSingleton } from '../process-registry';
 
 // Console figures: counts over a project's whole history (executions by status and stuck
@@ -158,7 +159,7 @@ function startRefresh<T>(db: DbTx, key: FigureKey, compute: (db: DbTx) => Promis
   if (refreshing.has(k)) return;
   const run = refreshFigure(db, key, compute, seen)
     .catch((error: unknown) => {
-      console.error(`console figure ${key.kind} (${key.scope}) of project ${key.projectId}: refresh failed: ${String(error)}`);
+      log.error(`console figure ${key.kind} (${key.scope}) of project ${key.projectId}: refresh failed: ${String(error)}`);
       return false;
     })
     .finally(() => refreshing.delete(k));

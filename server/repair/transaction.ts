@@ -1,5 +1,6 @@
 import { transaction, type Db, type DbTx } from '../db';
 import { databaseBusy } from '../database-unavailable';
+import { log } from '../log';
 import { writeAudit, type AuditInput } from '../engine/audit';
 
 // The transaction of one repair (an execution's, an event's, an email's, a wait resolved by
@@ -35,7 +36,7 @@ export async function inRepairTransaction<T>(
     if (!databaseBusy(error)) throw error;
     const entry = attempt();
     await transaction(db, 'ENGINE', (tx) => writeAudit(tx, { ...entry, outcome: 'FAILED', after: { reason: 'BUSY', message: REPAIR_BUSY_MESSAGE } })).catch(
-      (auditError: unknown) => console.warn(`${entry.action}: the database was busy, and so was writing the failed attempt's audit entry:`, auditError),
+      (auditError: unknown) => log.warn(`${entry.action}: the database was busy, and so was writing the failed attempt's audit entry:`, { err: auditError }),
     );
     return { ok: false, code: 'BUSY', message: REPAIR_BUSY_MESSAGE };
   }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { TRPCError } from '@trpc/server';
 import { databaseUnavailable } from '../database-unavailable';
+import { log } from '../log';
 
 // An unexpected error (a bug, an outage) reaches the client as a generic sentence with a
 // request id; the server's log line carries the same id with the real error. Its message
@@ -84,7 +85,7 @@ function logBusy(where: string, cause: unknown): void {
   if (now - lastBusyLog < 10_000) return;
   lastBusyLog = now;
   const text = cause instanceof Error ? cause.message.trim().split('\n').at(-1) : String(cause);
-  console.warn(`${where}: database busy (a statement or transaction ran past its bound and was rolled back), answering 503 with Retry-After (${text})`);
+  log.warn(`${where}: database busy (a statement or transaction ran past its bound and was rolled back), answering 503 with Retry-After (${text})`);
 }
 
 /** logOutage for an outage's own error (a route outside tRPC: /api/auth). */
@@ -93,5 +94,5 @@ export function logOutageOf(where: string, cause: unknown): void {
   if (now - lastOutageLog < 10_000) return;
   lastOutageLog = now;
   const text = cause instanceof Error ? cause.message.trim().split('\n').at(-1) : String(cause);
-  console.warn(`${where}: database unreachable, answering 503 with Retry-After (${text})`);
+  log.warn(`${where}: database unreachable, answering 503 with Retry-After (${text})`);
 }

@@ -13,6 +13,8 @@ export interface WorkerProcess {
   pid: number;
   /** Everything it printed, for diagnosing a failure. */
   output(): string;
+  /** What it wrote to stdout alone, from its start. */
+  stdout(): string;
   exited: Promise<number | null>;
   kill(signal?: NodeJS.Signals): void;
 }
@@ -48,7 +50,11 @@ export async function startWorkerProcess(
     if (out.length > 200_000) out = out.slice(-100_000);
     if (out.includes('worker started')) ready();
   };
+  let stdout = '';
   child.stdout!.on('data', onData);
+  child.stdout!.on('data', (chunk: Buffer) => {
+    if (stdout.length < 2_000_000) stdout += chunk.toString();
+  });
   child.stderr!.on('data', onData);
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   await Promise.race([
@@ -62,6 +68,7 @@ export async function startWorkerProcess(
     child,
     pid: child.pid!,
     output: () => out,
+    stdout: () => stdout,
     exited,
     kill: (signal = 'SIGTERM') => child.kill(signal),
   };

@@ -19,6 +19,8 @@ export interface WebServer {
   child: ChildProcess;
   /** Everything it printed, for diagnosing a failure. */
   log(): string;
+  /** What it wrote to stdout alone, from its start. */
+  stdout(): string;
   stop(): Promise<void>;
 }
 
@@ -51,13 +53,18 @@ export async function startWebServer(databaseUrl: string, env: Record<string, st
     output += chunk.toString();
     if (output.length > 400_000) output = output.slice(-200_000);
   };
+  let stdout = '';
   child.stdout!.on('data', collect);
+  child.stdout!.on('data', (chunk: Buffer) => {
+    if (stdout.length < 2_000_000) stdout += chunk.toString();
+  });
   child.stderr!.on('data', collect);
   const server: WebServer = {
     base,
     port,
     child,
     log: () => output,
+    stdout: () => stdout,
     stop: async () => {
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((r) => child.once('exit', r));

@@ -1,7 +1,8 @@
 import { Prisma, type RawDb } from '../../db';
 import { readExecutionState, type ExecutionState, type StepClaim, type UnclaimableStep } from './execution';
 import { batchClaimColumns, claimValues, eventResumesWait, executionStillClaimed, moveTo, secondsFromNow, stepRowClaim, stepStillClaimed } from './fragments';
-import type { Lost, Won } from './result';
+import { countMessages, countWaitsResolved } from '../../metrics/counts';
+import { lost, type Lost, type Won } from './result';
 
 // Completing a claimed step, the workers' side: advance the execution, park it at a wait,
 // or record a failed attempt. Each is one statement fenced by the claim it completes
@@ -153,8 +154,10 @@ export async function advanceExecutions(db: RawDb, completions: Completion[]): P
   return Promise.all(
     completions.map(async (completion): Promise<CompleteResult> => {
       const row = byExecution.get(completion.claim.executionId);
-      if (!row) return { won: false, current: await readExecutionState(db, completion.claim.executionId) };
+      if (!row) return lost('advanceExecutions', await readExecutionState(db, completion.claim.executionId));
       const { messageQueued, ...next } = row;
+      if (messageQueued) countMessages('queued');
+      if (completion.advance.elapsed) countWaitsResolved('TIMEOUT');
       const claimed = chained(completion) && next.stepExecutionId && next.claimToken && next.attempt !== null ? (next as StepClaim) : null;
       return { won: true, version: row.version, messageQueued, next: claimed };
     }),
@@ -255,8 +258,9 @@ export async function parkExecution(
     SELECT exec.version, match.id AS "eventId", match.name, match.data, match."createdAt"
       FROM exec LEFT JOIN match ON true`;
   const row = rows[0];
-  if (!row) return { won: false, current: await readExecutionState(db, claim.executionId) };
+  if (!row) return lost('parkExecution', await readExecutionState(db, claim.executionId));
   const resumeEvent = row.eventId ? { id: row.eventId, name: row.name, data: row.data, createdAt: row.createdAt } : null;
+  if (resumeEvent) countWaitsResolved('EVENT');
   return { won: true, version: row.version, messageQueued: false, resumeEvent };
 }
 
@@ -292,7 +296,7 @@ export async function failStep(
     )
     SELECT exec.version FROM exec`;
   const row = rows[0];
-  if (!row) return { won: false, current: await readExecutionState(db, claim.executionId) };
+  if (!row) return lost('failStep', await readExecutionState(db, claim.executionId));
   return { won: true, version: row.version, messageQueued: false };
 }
 

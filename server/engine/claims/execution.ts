@@ -1,6 +1,6 @@
 import { Prisma, type RawDb } from '../../db';
 import { claimValues, executionStillClaimed, secondsFromNow, stepRowClaim, stepStillClaimed } from './fragments';
-import type { Lost, Won } from './result';
+import { lost, type Lost, type Won } from './result';
 
 // Execution claims, the workers' side: enroll (insert executions), claim a step and keep
 // its lease. Completing the step (advance, park, fail) is in completion.ts.
@@ -188,7 +188,7 @@ export async function claimStep(
        WHERE e.id = ${opts.executionId}::uuid AND e.version = ${opts.expectedVersion} AND e.status = 'RUNNING'
       RETURNING e.id, e.version, e."currentStepId", e."projectId", e."workflowId", e."workflowVersionId", e."contactId", e.context
     ), ${claimedStepRows(opts.leaseSeconds, opts.owner ?? null)}`;
-  if (rows.length === 0) return { won: false, current: await readExecutionState(db, opts.executionId) };
+  if (rows.length === 0) return lost('claimStep', await readExecutionState(db, opts.executionId));
   const { claims, unclaimable } = splitClaims(rows);
   if (claims[0]) return { won: true, claim: claims[0] };
   return { won: false, unclaimable: unclaimable[0]! };

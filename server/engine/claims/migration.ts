@@ -2,7 +2,7 @@ import type { RawDb } from '../../db';
 import { stepFrom } from '../transitions';
 import { readExecutionState, type ExecutionState } from './execution';
 import { executionMayMove, noLiveWorkerHoldsStep, stepStatuses } from './fragments';
-import type { Lost, Won } from './result';
+import { lost, type Lost, type Won } from './result';
 
 // Moving an execution to a later version of its workflow (the operators' MIGRATE,
 // server/repair; docs/versions.md). One statement, fenced by the version the operator saw
@@ -74,6 +74,6 @@ export async function migrateExecution(db: RawDb, m: MigrationMove): Promise<Won
     SELECT (SELECT version FROM exec) AS version`;
   const version = rows[0]?.version;
   if (version != null) return { won: true, version };
-  return { won: false, current: await readExecutionState(db, m.executionId) };
+  return lost('migrateExecution', await readExecutionState(db, m.executionId));
 }
 

@@ -10,7 +10,8 @@ import {
   stepRowMayMove,
   stepStatuses,
 } from './fragments';
-import type { Lost, Won } from './result';
+import { countMessages } from '../../metrics/counts';
+import { lost, type Lost, type Won } from './result';
 import { readMessageState, type MessageState, type MessageStatus } from './outbox';
 
 // Operators' claims (server/repair): the same fences as workers', carrying the version
@@ -77,6 +78,7 @@ export async function readActiveSibling(db: RawDb, executionId: string): Promise
  */
 async function reactivationAnswer(
   db: RawDb,
+  claim: 'retryStep' | 'skipStep',
   executionId: string,
   claimed: { refused: false; value: { version: number | null; sibling: string | null }[] } | { refused: true },
 ): Promise<OperatorClaimResult> {
@@ -84,8 +86,8 @@ async function reactivationAnswer(
   if (row?.version != null) return { won: true, version: row.version };
   const activeExecutionId = claimed.refused ? await readActiveSibling(db, executionId) : (row?.sibling ?? null);
   const current = await readExecutionState(db, executionId);
-  if (activeExecutionId) return { won: false, reason: 'ACTIVE_EXECUTION', executionId: activeExecutionId, current };
-  return { won: false, current };
+  const answer = lost(claim, current);
+  return activeExecutionId ? { ...answer, reason: 'ACTIVE_EXECUTION', executionId: activeExecutionId } : answer;
 }
 
 /**
@@ -117,7 +119,7 @@ export async function cancelExecution(
     )
     SELECT exec.version FROM exec`;
   if (rows[0]) return { won: true, version: rows[0].version };
-  return { won: false, current: await readExecutionState(db, opts.executionId) };
+  return lost('cancelExecution', await readExecutionState(db, opts.executionId));
 }
 
 /**
@@ -157,7 +159,7 @@ export async function retryStep(
       RETURNING s.id
     )
     SELECT (SELECT version FROM exec) AS version, (SELECT sibling FROM target) AS sibling`);
-  return reactivationAnswer(db, opts.executionId, claimed);
+  return reactivationAnswer(db, 'retryStep', opts.executionId, claimed);
 }
 
 /**
@@ -209,7 +211,7 @@ export async function skipStep(
       RETURNING s.id
     )
     SELECT (SELECT version FROM exec) AS version, (SELECT sibling FROM target) AS sibling`);
-  return reactivationAnswer(db, opts.executionId, claimed);
+  return reactivationAnswer(db, 'skipStep', opts.executionId, claimed);
 }
 
 /**
@@ -251,8 +253,11 @@ export async function markMessageSent(
            "leaseOwner" = NULL, "leaseExpiresAt" = NULL
      WHERE m.id = ${opts.messageId}::uuid AND m.version = ${opts.expectedVersion} AND ${messageAwaitsOperator}
     RETURNING m.version, m.status::text AS status`;
-  if (rows[0]) return { won: true, ...rows[0] };
-  return { won: false, current: await readMessageState(db, opts.messageId) };
+  if (rows[0]) {
+    countMessages('marked_sent');
+    return { won: true, ...rows[0] };
+  }
+  return lost('markMessageSent', await readMessageState(db, opts.messageId));
 }
 
 /**
@@ -271,8 +276,11 @@ export async function requeueMessage(
            "providerId" = NULL, error = NULL, "sentAt" = NULL
      WHERE m.id = ${opts.messageId}::uuid AND m.version = ${opts.expectedVersion} AND ${messageAwaitsOperator}
     RETURNING m.version, m.status::text AS status`;
-  if (rows[0]) return { won: true, ...rows[0] };
-  return { won: false, current: await readMessageState(db, opts.messageId) };
+  if (rows[0]) {
+    countMessages('requeued');
+    return { won: true, ...rows[0] };
+  }
+  return lost('requeueMessage', await readMessageState(db, opts.messageId));
 }
 
 /**
@@ -289,7 +297,10 @@ export async function abandonMessage(
        SET status = 'ABANDONED', version = m.version + 1, "leaseOwner" = NULL, "leaseExpiresAt" = NULL
      WHERE m.id = ${opts.messageId}::uuid AND m.version = ${opts.expectedVersion} AND ${messageAwaitsOperator}
     RETURNING m.version, m.status::text AS status`;
-  if (rows[0]) return { won: true, ...rows[0] };
-  return { won: false, current: await readMessageState(db, opts.messageId) };
+  if (rows[0]) {
+    countMessages('abandoned');
+    return { won: true, ...rows[0] };
+  }
+  return lost('abandonMessage', await readMessageState(db, opts.messageId));
 }
 

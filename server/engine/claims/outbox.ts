@@ -1,5 +1,6 @@
 import { Prisma, type RawDb } from '../../db';
 import type { MessageStatus } from '../../generated/prisma/enums';
+import { countEvents } from '../../metrics/counts';
 import { eventChannelKey, seconds, secondsFromNow } from './fragments';
 
 // Outbox claims, the workers' side: tracked events (stored once, dispatched under a lease,
@@ -50,6 +51,7 @@ export async function insertEvent(
       FROM (SELECT count(*) FROM channel) locked
     ON CONFLICT ("projectId", "idempotencyKey") DO NOTHING
     RETURNING id`;
+  if (rows[0]) countEvents('accepted');
   return rows[0]?.id ?? null;
 }
 
@@ -101,6 +103,7 @@ export async function completeEventDispatch(db: RawDb, opts: { eventId: string; 
        SET "processedAt" = now(), "leaseOwner" = NULL, "leaseExpiresAt" = NULL, "lastError" = NULL
      WHERE id = ${opts.eventId}::uuid AND "leaseOwner" = ${opts.owner} AND "processedAt" IS NULL
     RETURNING id`;
+  if (rows.length > 0) countEvents('processed');
   return rows.length > 0;
 }
 
@@ -120,6 +123,7 @@ export async function failEventDispatch(
            "deadAt" = CASE WHEN "dispatchAttempts" >= ${opts.maxAttempts} THEN now() END
      WHERE id = ${opts.eventId}::uuid AND "leaseOwner" = ${opts.owner} AND "processedAt" IS NULL
     RETURNING "deadAt" IS NOT NULL AS dead`;
+  if (rows[0]?.dead) countEvents('dead');
   return rows[0] ?? null;
 }
 

@@ -2,7 +2,8 @@ import { Prisma, type RawDb } from '../../db';
 import type { ResumeEvent } from './completion';
 import { readExecutionState, type ExecutionState, type StepClaim } from './execution';
 import { bumpExecutionsOfResolvedWaits, eventChannelKey, eventResumesWait, moveTo, parkedWaitWindow, seconds, secondsFromNow, stepRowClaim } from './fragments';
-import type { Lost, Won } from './result';
+import { countWaitsResolved } from '../../metrics/counts';
+import { lost, type Lost, type Won } from './result';
 
 // Wait claims: an event, the timer and an operator compete for the same claim on a
 // WAITING step row (I4: resolved at most once), then the continuation moves the
@@ -89,8 +90,11 @@ export async function claimWait(
     SELECT exec.id AS "executionId", exec.version, w.id AS "stepExecutionId", w."stepId", exec."workflowId", exec."workflowVersionId",
            w."resolvedBy"::text AS "resolvedBy", w."resolvedBranch" AS branch
       FROM w JOIN exec ON exec.id = w."executionId"`;
-  if (rows[0]) return { won: true, wait: rows[0] };
-  return { won: false, current: await readWaitState(db, opts.stepExecutionId) };
+  if (rows[0]) {
+    countWaitsResolved(rows[0].resolvedBy);
+    return { won: true, wait: rows[0] };
+  }
+  return lost('claimWait', await readWaitState(db, opts.stepExecutionId));
 }
 
 /**
@@ -181,7 +185,7 @@ export async function claimWaitsForEvent(
   db: RawDb,
   event: { id: string; projectId: string; contactId: string; name: string; createdAt: Date },
 ): Promise<EventWaitClaim[]> {
-  return db.$queryRaw<EventWaitClaim[]>`
+  const rows = await db.$queryRaw<EventWaitClaim[]>`
     -- claimWaitsForEvent
     WITH candidate AS (
       SELECT s.id, s."executionId" FROM "StepExecution" s
@@ -209,6 +213,8 @@ export async function claimWaitsForEvent(
     SELECT exec.id AS "executionId", exec.version, w.id AS "stepExecutionId", w."stepId", exec."workflowId", exec."workflowVersionId",
            'EVENT' AS "resolvedBy", 'EVENT' AS branch, ${event.id}::uuid AS "resumeEventId"
       FROM w JOIN exec ON exec.id = w."executionId"`;
+  countWaitsResolved('EVENT', rows.length);
+  return rows;
 }
 
 /**
@@ -285,6 +291,7 @@ export async function claimDueWaits(db: RawDb, opts: { stepExecutionIds: string[
            ev.id AS "eventId", ev.name AS "eventName", ev.data AS "eventData", ev."createdAt" AS "eventAt"
       FROM w JOIN exec ON exec.id = w."executionId"
       LEFT JOIN "Event" ev ON ev.id = w."resumeEventId"`;
+  for (const row of rows) countWaitsResolved(row.resolvedBy);
   return rows.map(({ eventId, eventName, eventData, eventAt, ...wait }) => ({
     ...wait,
     resumeEvent: eventId ? { id: eventId, name: eventName, data: eventData, createdAt: eventAt } : null,
@@ -344,7 +351,7 @@ export async function advanceFromWait(
       LEFT JOIN next ON next."executionId" = exec.id
       JOIN "Contact" c ON c.id = exec."contactId"`;
   const row = rows[0];
-  if (!row) return { won: false, current: await readExecutionState(db, opts.executionId) };
+  if (!row) return lost('advanceFromWait', await readExecutionState(db, opts.executionId));
   const next = chain && row.stepExecutionId && row.claimToken && row.attempt !== null ? (row as StepClaim) : null;
   return { won: true, version: row.version, next };
 }

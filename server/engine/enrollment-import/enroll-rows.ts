@@ -1,4 +1,5 @@
 import { transaction, type Db, type DbTx, type RawDb } from '../../db';
+import { log } from '../../log';
 import { writeAudit, type Acting } from '../audit';
 import { enrollBatch, type EnrollRejection, type EnrollResult } from '../enrollment';
 import { notifyWorkers } from '../wakeup';
@@ -173,7 +174,7 @@ async function processChunk(run: EnrollmentImport, callAudit: CallAudit, chunk: 
       return results;
     }
     // Even this row's own transaction failed: report it, and record the report.
-    console.error('bulk enrollment: a row failed on its own', error);
+    log.error('bulk enrollment: a row failed on its own', { err: error });
     const { n, row } = chunk[0]!;
     const failed: RowResult = { row: n, email: row.email, error: { reason: 'FAILED', message: 'could not be enrolled; retry this row' } };
     return callAudit.commit(async () => [failed], last);

@@ -4,6 +4,7 @@ import { poolOf, type Db } from '../../db';
 import { rateCounterFor } from '../../db/rate-counter';
 import type { Actor } from '../../auth/actor';
 import { env } from '../../env';
+import { log } from '../../log';
 import { writeAudit } from '../../engine/audit';
 import { logTransport, smtpTransport, transportTimeoutMs, type MailTransport } from '../../engine/transport';
 import { findContact, latestContact, type ContactRecord } from '../../read/contacts';
@@ -71,7 +72,7 @@ function configuredTransport(): MailTransport {
   const config = env();
   return config.SMTP_URL
     ? smtpTransport(config.SMTP_URL, { timeoutMs: transportTimeoutMs(config.LEASE_SECONDS) })
-    : logTransport((line) => console.info(`templates.testSend: ${line}`));
+    : logTransport((line) => log.info(`templates.testSend: ${line}`));
 }
 
 /**
