@@ -139,9 +139,9 @@ export async function seedRetentionProject(
   );
   stepRows += await timed(
     'step rows (waits)',
-    `${step} SELECT gen_random_uuid(), id, $1::uuid, 'COMPLETED', 1, '{}', NULL, started, started FROM rwait
+    `${step} SELECT gen_random_uuid(), id, $1::uuid, 'COMPLETED'::"StepStatus", 1, '{}'::jsonb, NULL, started, started FROM rwait
      UNION ALL
-     SELECT gen_random_uuid(), id, $2::uuid, 'WAITING', 1, '{"eventName": "purchase"}', NULL, started, NULL FROM rwait`,
+     SELECT gen_random_uuid(), id, $2::uuid, 'WAITING'::"StepStatus", 1, '{"eventName": "purchase"}', NULL, started, NULL FROM rwait`,
     [wait.s_start, wait.s_wait],
   );
   await client.query(`UPDATE "StepExecution" SET "dueAt" = "startedAt" + interval '90 days' WHERE "stepId" = $1`, [wait.s_wait]);
