@@ -46,7 +46,7 @@ function raw(request: Buffer | string, hangUp = false): Promise<RawAnswer> {
       settled = true;
       const text = Buffer.concat(chunks).toString('latin1');
       const status = /^HTTP\/1\.[01] (\d{3})/.exec(text)?.[1];
-      resolve({ status: status ? Number(status) : null, head: text.slice(0, text.indexOf('\r\n\r\n') >>> 0).slice(0, 400) });
+      resolve({ status: status ? Number(status) : null, head: text.slice(0, text.indexOf('\r\n\r\n') >>> 0).slice(0, 1000) });
     };
     socket.on('data', (chunk) => chunks.push(chunk));
     // A server that answers early (413) and closes may reset our unfinished upload: what it
