@@ -8,9 +8,9 @@ import { removeExecutions, START } from '../../server/retention/batches';
 import { sweep } from '../../server/retention/sweep';
 import { stuckReasonsOf } from '../../server/stuck/predicates';
 import { freshDatabase, type TestDatabase } from '../support/database';
-import { createContact, createProject, parkedAtWait, waitWorkflow, workflowFrom } from '../support/fixtures';
+import { createContact, createProject, mailWorkflow, parkedAtWait, waitWorkflow, workflowFrom } from '../support/fixtures';
 import { healthyRun, violations, type Healthy } from '../support/healthy-run';
-import { ageProject, FAST, mailWorkflow, rowsOf, seedFinished } from '../support/retention';
+import { ageProject, FAST, rowsOf, seedFinished } from '../support/retention';
 
 // What a history sweep removes and what it keeps (docs/deploy.md, "Retention"), on a
 // database in every state the engine and its operators leave (test/support/healthy-run.ts)

@@ -16,6 +16,21 @@ export async function createContact(db: Db, projectId: string, email: string, da
   return db.contact.create({ data: { projectId, email, data: data as object } });
 }
 
+/** trigger -> send one email: the smallest workflow with a side effect. */
+export function mailWorkflow(overrides: Partial<WorkflowInput> = {}): WorkflowInput {
+  return {
+    name: `mail-${Math.random().toString(36).slice(2, 8)}`,
+    trigger: 'MANUAL',
+    allowReentry: true,
+    steps: [
+      { key: 'start', type: 'TRIGGER', name: 'Start', config: {} },
+      { key: 'mail', type: 'SEND_EMAIL', name: 'Mail', config: { subject: 'Hi', body: 'Hello' } },
+    ],
+    transitions: [{ from: 'start', to: 'mail', branch: null }],
+    ...overrides,
+  };
+}
+
 /** trigger -> send "hello" -> wait for `purchase` (timeout) -> EVENT: send "thanks" | TIMEOUT: send "reminder". */
 export function waitWorkflow(overrides: Partial<WorkflowInput> = {}, timeoutSeconds = 3600): WorkflowInput {
   return {

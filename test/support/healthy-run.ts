@@ -13,7 +13,7 @@ import type { Actor } from '../../server/auth/actor';
 import { actorFor, callerFor } from './callers';
 import { type TestDatabase } from './database';
 import { runStepsOnly } from './drive';
-import { createContact, createProject, delayWorkflow, waitWorkflow, workflowFrom } from './fixtures';
+import { createContact, createProject, delayWorkflow, mailWorkflow, waitWorkflow, workflowFrom } from './fixtures';
 
 // A database in every state the engine and its operators leave, made only by the engine
 // (enrollment, workers, events, timers, failures, repairs through the tRPC router), for
@@ -44,19 +44,6 @@ function mergingWorkflow(): WorkflowInput {
       { from: 'wait', to: 'nudge', branch: 'TIMEOUT' },
       { from: 'nudge', to: 'thanks', branch: null },
     ],
-  };
-}
-
-function mailWorkflow(): WorkflowInput {
-  return {
-    name: `mail-${Math.random().toString(36).slice(2, 8)}`,
-    trigger: 'MANUAL',
-    allowReentry: true,
-    steps: [
-      { key: 'start', type: 'TRIGGER', name: 'Start', config: {} },
-      { key: 'mail', type: 'SEND_EMAIL', name: 'Mail', config: { subject: 'Hi', body: 'Hello' } },
-    ],
-    transitions: [{ from: 'start', to: 'mail', branch: null }],
   };
 }
 

@@ -1,8 +1,7 @@
 import type { Db } from '../../server/db';
-import type { WorkflowInput } from '../../server/common/workflow-definition';
 import type { SweepTiming } from '../../server/retention/policy';
 import type { TestDatabase } from './database';
-import { workflowFrom } from './fixtures';
+import { mailWorkflow, workflowFrom } from './fixtures';
 
 // Retention tests' helpers (test/retention/, test/race/retention.test.ts): making a
 // project's history old, seeding many finished executions at once, and counting rows.
@@ -50,21 +49,6 @@ export async function ageProject(t: TestDatabase, projectId: string, days: numbe
       WHERE "projectId" = $1`,
     [projectId],
   );
-}
-
-/** trigger -> send one email: the smallest workflow with a side effect. */
-export function mailWorkflow(overrides: Partial<WorkflowInput> = {}): WorkflowInput {
-  return {
-    name: `mail-${Math.random().toString(36).slice(2, 8)}`,
-    trigger: 'MANUAL',
-    allowReentry: true,
-    steps: [
-      { key: 'start', type: 'TRIGGER', name: 'Start', config: {} },
-      { key: 'mail', type: 'SEND_EMAIL', name: 'Mail', config: { subject: 'Hi', body: 'Hello' } },
-    ],
-    transitions: [{ from: 'start', to: 'mail', branch: null }],
-    ...overrides,
-  };
 }
 
 /**
