@@ -3,7 +3,7 @@ import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { openProductDatabase, redactUrl, stopEmbeddedPostgres } from '../scripts/database';
+import { adminQuery, openProductDatabase, redactUrl, stopEmbeddedPostgres } from '../scripts/database';
 import { closeDb, createDb } from '../server/db';
 import { withDatabase } from '../server/embedded-postgres';
 import { parseEnv } from '../server/env';
@@ -18,7 +18,7 @@ import { pgbouncerPhase } from './pgbouncer';
 import { printTable } from './report';
 import { retentionPhase } from './retention';
 import { stepsPhase } from './steps';
-import { adminQuery, assertInvariants, progress, ROOT, uniqueName, type BenchContext } from './support';
+import { assertInvariants, progress, ROOT, uniqueName, type BenchContext } from './support';
 import { waitsPhase } from './waits';
 
 // `npm run bench [-- --quick] [-- --only steps,console]`: the engine side by side with

@@ -58,15 +58,6 @@ export function uniqueName(prefix: string): string {
   return `${prefix}_${randomBytes(3).toString('hex')}_${Date.now().toString(36)}`;
 }
 
-export async function adminQuery(serverUrl: string, sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: withDatabase(serverUrl, 'postgres') });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
 
 /** Transactions committed in the bench database so far (pg_stat_database, after a flush of our own). */
 export async function commits(pool: pg.Pool): Promise<number> {

@@ -2,8 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import pg from 'pg';
-import { portInUse, processAlive, startEmbeddedPostgres, withDatabase, type EmbeddedDatabase } from '../server/embedded-postgres';
+import { portInUse, processAlive, startEmbeddedPostgres, type EmbeddedDatabase } from '../server/embedded-postgres';
 import { stopEmbeddedPostgres } from '../scripts/database';
 import { Balancer } from './balancer';
 
@@ -220,16 +219,5 @@ export class OwnedPostgres {
 
   async stop(): Promise<void> {
     await stopEmbeddedPostgres(this.server);
-  }
-}
-
-/** One statement on the server's `postgres` database (CREATE / DROP DATABASE). */
-export async function adminQuery(serverUrl: string, sql: string): Promise<void> {
-  const c = new pg.Client({ connectionString: withDatabase(serverUrl, 'postgres') });
-  await c.connect();
-  try {
-    await c.query(sql);
-  } finally {
-    await c.end();
   }
 }

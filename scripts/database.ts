@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import type pg from 'pg';
+import pg from 'pg';
 import { EnvError, sessionDatabaseUrl, type Env } from '../server/env';
 import {
   embeddedPasswordFile,
@@ -10,6 +10,7 @@ import {
   readEmbeddedPassword,
   runningEmbeddedPort,
   startEmbeddedPostgres,
+  withDatabase,
   type EmbeddedDatabase,
 } from '../server/embedded-postgres';
 
@@ -136,5 +137,16 @@ export async function dropStaleDatabases(client: pg.Client, pattern: RegExp): Pr
     const createdAt = stamp === undefined ? NaN : parseInt(stamp, 36);
     if (!(createdAt > Date.UTC(2024, 0, 1))) continue;
     if (Date.now() - createdAt > STALE_AFTER_MS) await client.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`).catch(() => {});
+  }
+}
+
+/** One statement on the server's `postgres` database (CREATE / DROP DATABASE), on a connection of its own. */
+export async function adminQuery(serverUrl: string, sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: withDatabase(serverUrl, 'postgres') });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
   }
 }
