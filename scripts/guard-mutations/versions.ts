@@ -49,7 +49,26 @@ export const VERSIONS_MUTATIONS: Mutation[] = [
     test: 'test/race/migrate.test.ts',
     scenario: "against a worker's claim",
   },
+  // The timer race through a repair cannot show these two: the repair re-plans under its
+  // lock and its planner refuses a resolved wait first. The scenario calls the move itself
+  // in the window between the timer's claim and its advance, planned before the claim (the
+  // version fence) and after it (the unresolved-wait check).
   {
+    guard: 'migrateExecution moves a WAITING execution only while its wait is unresolved (I4)',
+    edits: [
+      {
+        file: 'server/engine/claims/migration.ts',
+        find: `w.status = 'WAITING' AND w."resolvedBy" IS NULL))`,
+        replace: `w.status = 'WAITING'))`,
+      },
+    ],
+    test: 'test/race/migrate.test.ts',
+    scenario: 'resolved but has not advanced past',
+    rounds: 1,
+  },
+  {
+    // The fence alone is not seen here (the unresolved-wait check still stops the move); the
+    // fence with the step it planned from is the worker race's, above.
     guard: 'migrateExecution moves a WAITING execution only while its wait is unresolved (I4), fenced by version',
     edits: [
       {
@@ -64,7 +83,8 @@ export const VERSIONS_MUTATIONS: Mutation[] = [
       },
     ],
     test: 'test/race/migrate.test.ts',
-    scenario: 'against the timer at the deadline',
+    scenario: 'resolved but has not advanced past',
+    rounds: 1,
   },
   {
     guard: 'MIGRATE moves a wait on an event under its channel lock and looks back for events accepted in its window (I7)',

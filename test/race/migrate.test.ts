@@ -5,7 +5,9 @@ import type { VersionDefinition } from '../../server/common/version-definition';
 import { createEngineContext } from '../../server/engine/context';
 import { enroll } from '../../server/engine/enrollment';
 import { dispatchEvent, trackEvent } from '../../server/engine/events';
-import { claimReadySteps, migrateExecution } from '../../server/engine/claims';
+import { claimDueWaits, claimReadySteps, lockDueWaits, migrateExecution } from '../../server/engine/claims';
+import { processPendingContinuations } from '../../server/engine/continuations';
+import { rawTransaction } from '../../server/db';
 import { driveExecution, processDueWaits } from '../../server/engine/runner';
 import { publishVersion, versionDefinitionOf } from '../../server/engine/versions';
 import { applyRepair, previewRepair } from '../../server/repair/actions';
@@ -249,9 +251,10 @@ describe('MIGRATE races', () => {
     await expectNoViolations(t.db, 'worker race');
   });
 
-  // Guard: the WAITING-row check of migrateExecution and its fence: a timer that resolved
-  // the wait first wins; a move that lands first keeps the wait, which the timer then
-  // finds not due (the new deadline is two hours from its start).
+  // The repair against the timer, end to end: a timer that resolved the wait first wins
+  // (the repair, re-planned under its lock, refuses a resolved wait); a move that lands
+  // first keeps the wait, which the timer then finds not due (the new deadline is two hours
+  // from its start). The move's own checks beneath are shown by the next test.
   it(`against the timer at the deadline: one of them, never both (${ROUNDS} rounds)`, async () => {
     const { ids } = await parkedThenPublished(ROUNDS, true, 'race-timer');
     const outcomes = { timer: 0, moved: 0 };
@@ -285,6 +288,51 @@ describe('MIGRATE races', () => {
     }
     expect(outcomes.timer + outcomes.moved).toBe(ROUNDS);
     await expectNoViolations(t.db, 'timer race');
+  });
+
+  // Guard: the same check, in the window that race cannot reach through a repair (the
+  // repair re-plans under its lock, and its planner refuses a resolved wait first): the
+  // timer resolved the wait (its claim committed) and has not advanced past it yet, as when
+  // its worker died between its two statements. The move itself loses, whether it was
+  // planned before the timer's claim (the version fence) or after it (the resolved wait);
+  // so does the repair; the continuation sweeper then finishes the execution on v1.
+  it('a wait the timer resolved but has not advanced past is not moved; the continuation finishes it on v1', async () => {
+    const { workflowId, ids } = await parkedThenPublished(2, true, 'resolved-unadvanced');
+    const steps = await t.query(`SELECT v.number, s.key, s.id, v.id AS "versionId" FROM "WorkflowStep" s JOIN "WorkflowVersion" v ON v.id = s."versionId" WHERE s."workflowId" = $1`, [workflowId]);
+    const step = (v: number, key: string) => steps.find((g) => g.number === v && g.key === key)!;
+    for (const [k, id] of ids.entries()) {
+      await t.query(`UPDATE "StepExecution" SET "dueAt" = now() - interval '1 second' WHERE "executionId" = $1 AND status = 'WAITING'`, [id]);
+      await processDueWaits(createEngineContext(t.db), 100);
+      await runStepsOnly(t.db);
+      await t.query(`UPDATE "StepExecution" s SET "dueAt" = now() - interval '1 second' FROM "WorkflowStep" ws WHERE ws.id = s."stepId" AND ws.key = 'wait' AND s."executionId" = $1`, [id]);
+      const before = await where(id);
+      const preview = await previewRepair(t.db, { projectId, action: 'MIGRATE', executionId: id }, OPTS);
+      expect(preview.plan.allowed, preview.plan.refusal ?? '').toBe(true);
+      // The timer's first transaction only: the wait is resolved by TIMEOUT, the execution not advanced.
+      const claimed = await rawTransaction(t.db, 'ENGINE', async (tx) => claimDueWaits(tx, { stepExecutionIds: await lockDueWaits(tx, { limit: 100 }) }));
+      expect(claimed.map((c) => c.executionId)).toEqual([id]);
+      const label = k === 0 ? 'planned before the claim' : 'planned after the claim';
+      const move = await migrateExecution(t.db, {
+        executionId: id,
+        expectedVersion: k === 0 ? before.fence : (await where(id)).fence,
+        fromVersionId: step(1, 'wait').versionId,
+        fromStepId: step(1, 'wait').id,
+        toVersionId: step(2, 'wait').versionId,
+        toStepId: step(2, 'wait').id,
+        keepWait: true,
+        dueSeconds: 7200,
+        note: label,
+      });
+      expect(move.won, label).toBe(false);
+      const repair = await applyRepair(t.db, { projectId, action: 'MIGRATE', executionId: id, actor: ACTOR, reason: 'after the timer', expectedVersion: preview.expectedVersion }, OPTS);
+      expect(repair, label).toMatchObject({ ok: false });
+      expect(await where(id), label).toMatchObject({ status: 'WAITING', version: 1, step: 'wait' });
+      await processPendingContinuations(createEngineContext(t.db, { config: { continuationGraceSeconds: 0 } }), 100);
+      await runStepsOnly(t.db);
+      expect(await where(id)).toMatchObject({ status: 'COMPLETED', version: 1, subjects: ['v1 hello', 'v1 meh'] });
+      expect(await waitRow(id)).toMatchObject({ version: 1, status: 'COMPLETED', resolvedBy: 'TIMEOUT' });
+    }
+    await expectNoViolations(t.db, 'resolved, not advanced');
   });
 
   // Guard: the event channel lock MIGRATE takes before moving a wait on an event, and its
