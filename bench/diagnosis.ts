@@ -49,7 +49,7 @@ function kindOf(text: string): string {
   if (/status = 'SENDING'/.test(text) && /QUEUED/.test(text)) return 'claimQueuedMessages';
   if (/UPDATE "Message"/.test(text)) return 'recordDelivery';
   if (/"nextDispatchAt" <= now\(\)/.test(text)) return 'claimDueEvents';
-  if (/status = 'WAITING' AND s."resolvedBy" IS NOT NULL\)/.test(text) && /SET version/.test(text)) return 'advanceFromWait';
+  if (/status = 'WAITING' AND s."resolvedBy" IS NOT NULL\)/.test(text) && /SET version/.test(text)) return 'advanceFromWaits';
   if (/"resolvedAt" <= now\(\)/.test(text)) return 'findPendingContinuations';
   if (/FROM "Workflow"/.test(text) || /"WorkflowStep"/.test(text)) return 'workflow graph';
   return text.replace(/\s+/g, ' ').slice(0, 40);

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import {
   advanceExecutions,
-  advanceFromWait,
+  advanceFromWaits,
   claimDueEvents,
   claimDueWaits,
   claimQueuedMessages,
@@ -14,7 +14,7 @@ import {
   type StepClaim,
 } from '../server/engine/claims';
 import { runStep } from '../server/engine/steps';
-import { IDLE_QUEUE_POLL_MS } from '../server/engine/worker';
+import { IDLE_QUEUE_POLL_MS, WAIT_BATCH } from '../server/engine/worker';
 import { nextStepId, type WorkflowGraph } from '../server/engine/workflow-graph';
 import type { StepType } from '../server/common/workflow-definition';
 import { prepared, recordStatement, type Statement } from './support';
@@ -137,7 +137,7 @@ async function waitsQueue(): Promise<number> {
   try {
     await client.query('BEGIN');
     statements++;
-    const locked = await q<{ id: string }>(recordStatement((db) => lockDueWaits(db, { limit: concurrency })), client);
+    const locked = await q<{ id: string }>(recordStatement((db) => lockDueWaits(db, { limit: WAIT_BATCH })), client);
     if (locked.length > 0) {
       waits = await q<DueWaitClaim>(recordStatement((db) => claimDueWaits(db, { stepExecutionIds: locked.map((r) => r.id) })), client);
     }
@@ -146,27 +146,24 @@ async function waitsQueue(): Promise<number> {
   } finally {
     client.release();
   }
-  const claims = await Promise.all(
-    waits.map(async (w) => {
-      const graph = await graphOf(w);
-      const next = nextStepId(graph, w.stepId, w.branch);
-      const [row] = await q<StepClaim & { stepExecutionId: string | null }>(
-        recordStatement((db) =>
-          advanceFromWait(db, {
-            executionId: w.executionId,
-            expectedVersion: w.version,
-            stepExecutionId: w.stepExecutionId,
-            waitStepId: w.stepId,
-            nextStepId: next ?? w.stepId,
-            status: next ? 'RUNNING' : 'COMPLETED',
-            contextPatch: {},
-            claimNext: { leaseSeconds: LEASE, owner },
-          }),
-        ),
-      );
-      return row?.stepExecutionId ? row : null;
+  if (waits.length === 0) return 0;
+  const advances = await Promise.all(
+    waits.map(async (w, i) => {
+      const next = nextStepId(await graphOf(w), w.stepId, w.branch);
+      return {
+        executionId: w.executionId,
+        expectedVersion: w.version,
+        stepExecutionId: w.stepExecutionId,
+        waitStepId: w.stepId,
+        nextStepId: next ?? w.stepId,
+        status: next ? ('RUNNING' as const) : ('COMPLETED' as const),
+        contextPatch: {},
+        claimNext: i < concurrency,
+      };
     }),
   );
+  const rows = await q<StepClaim & { stepExecutionId: string | null }>(recordStatement((db) => advanceFromWaits(db, advances, { leaseSeconds: LEASE, owner })));
+  const claims = rows.map((row) => (row.stepExecutionId ? row : null));
   await drive(claims.filter((c): c is StepClaim => c !== null));
   return waits.length;
 }

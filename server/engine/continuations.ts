@@ -1,4 +1,4 @@
-import { advanceFromWait, findPendingContinuations, type StepClaim, type WaitClaim } from './claims';
+import { advanceFromWaits, findPendingContinuations, type StepClaim, type WaitAdvance, type WaitClaim } from './claims';
 import type { EngineContext } from './context';
 import { readEventContext } from './event-context';
 import { nextStepId } from './workflow-graph';
@@ -15,24 +15,43 @@ import { loadVersionGraph } from './graphs';
  */
 export async function continueAfterWait(
   ctx: EngineContext,
-  wait: Pick<WaitClaim, 'executionId' | 'version' | 'stepExecutionId' | 'stepId' | 'workflowId' | 'workflowVersionId' | 'branch'>,
+  wait: ResolvedWait,
   contextPatch: Record<string, unknown> = {},
   opts: { claimNext?: boolean } = {},
 ): Promise<{ won: boolean; version: number | null; running: boolean; next: StepClaim | null }> {
-  const graph = await loadVersionGraph(ctx.db, wait.workflowVersionId);
-  const next = nextStepId(graph, wait.stepId, wait.branch);
-  const result = await advanceFromWait(ctx.db, {
-    executionId: wait.executionId,
-    expectedVersion: wait.version,
-    stepExecutionId: wait.stepExecutionId,
-    waitStepId: wait.stepId,
-    nextStepId: next ?? wait.stepId,
-    status: next ? 'RUNNING' : 'COMPLETED',
-    contextPatch,
-    claimNext: opts.claimNext ? { leaseSeconds: ctx.config.leaseSeconds, owner: ctx.owner } : null,
+  return (await continueAfterWaits(ctx, [{ wait, contextPatch, claimNext: opts.claimNext }]))[0]!;
+}
+
+type ResolvedWait = Pick<WaitClaim, 'executionId' | 'version' | 'stepExecutionId' | 'stepId' | 'workflowId' | 'workflowVersionId' | 'branch'>;
+
+/**
+ * continueAfterWait for a batch of resolved waits (the timer's), in one statement; the
+ * results in their order. The waits with `claimNext` have their next step claimed with the
+ * advance. The caller runs the batch again row by row if the statement fails.
+ */
+export async function continueAfterWaits(
+  ctx: EngineContext,
+  waits: { wait: ResolvedWait; contextPatch: Record<string, unknown>; claimNext?: boolean }[],
+): Promise<{ won: boolean; version: number | null; running: boolean; next: StepClaim | null }[]> {
+  const versions = [...new Set(waits.map((w) => w.wait.workflowVersionId))];
+  const graphs = new Map(await Promise.all(versions.map(async (id) => [id, await loadVersionGraph(ctx.db, id)] as const)));
+  const advances: WaitAdvance[] = waits.map(({ wait, contextPatch, claimNext }) => {
+    const next = nextStepId(graphs.get(wait.workflowVersionId)!, wait.stepId, wait.branch);
+    return {
+      executionId: wait.executionId,
+      expectedVersion: wait.version,
+      stepExecutionId: wait.stepExecutionId,
+      waitStepId: wait.stepId,
+      nextStepId: next ?? wait.stepId,
+      status: next ? 'RUNNING' : 'COMPLETED',
+      contextPatch,
+      claimNext,
+    } satisfies WaitAdvance;
   });
-  if (!result.won) return { won: false, version: null, running: false, next: null };
-  return { won: true, version: result.version, running: next !== null, next: result.next };
+  const results = await advanceFromWaits(ctx.db, advances, { leaseSeconds: ctx.config.leaseSeconds, owner: ctx.owner });
+  return results.map((r, i) =>
+    r.won ? { won: true, version: r.version, running: advances[i]!.status === 'RUNNING', next: r.next } : { won: false, version: null, running: false, next: null },
+  );
 }
 
 

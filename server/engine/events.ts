@@ -14,7 +14,8 @@ import { resolveContact } from './contacts';
 import { createEngineContext, DEFAULT_ENGINE_CONFIG, type EngineContext } from './context';
 import { enroll, type EnrollResult } from './enrollment';
 import { eventContextPatch } from './event-context';
-import { continueAfterWait, type ResumeResult } from './runner';
+import { continueAfterWaits } from './continuations';
+import type { ResumeResult } from './runner';
 import { notifyWorkers } from './wakeup';
 
 // Tracked events go through an outbox: the event row is stored first (accepted means
@@ -126,10 +127,15 @@ export async function dispatchEvent(ctx: EngineContext, eventId: string): Promis
   return deliverClaimedEvent(ctx, event);
 }
 
-/** The sweeper: (re)dispatch events whose time has come and whose lease is free. */
+/**
+ * The sweeper: (re)dispatch events whose time has come and whose lease is free, side by
+ * side (each on a connection of its own from the pool). Which of a contact's in-window
+ * events resolves a wait does not depend on their order (claimWaitsForEvent): any
+ * event accepted inside the window resolves it, once.
+ */
 export async function processDueEvents(ctx: EngineContext, limit: number): Promise<number> {
   const events = await claimDueEvents(ctx.db, { owner: ctx.owner, leaseSeconds: ctx.config.leaseSeconds, limit });
-  for (const event of events) await deliverClaimedEvent(ctx, event).catch(() => null);
+  await Promise.all(events.map((event) => deliverClaimedEvent(ctx, event).catch(() => null)));
   return events.length;
 }
 
@@ -180,14 +186,16 @@ async function deliverEvent(ctx: EngineContext, event: EventRow): Promise<Dispat
   // time, however late this dispatch runs. A wait not parked yet (being claimed, retried,
   // redriven) finds the event itself when it parks, so nothing is left to retry here.
   const claimed = await claimWaitsForEvent(ctx.db, { ...event, contactId: event.contactId });
+  if (claimed.length === 0) return summary;
+  // All the waits it resolved, advanced in one statement. If advancing lost, the claims
+  // stand and the continuation sweeper re-drives them.
   const patch = eventContextPatch(event);
-  for (const wait of claimed) {
-    const advanced = await continueAfterWait(ctx, wait, patch);
-    // If advancing lost, the claim stands and the continuation sweeper re-drives it.
+  const advanced = await continueAfterWaits(ctx, claimed.map((wait) => ({ wait, contextPatch: patch })));
+  claimed.forEach((wait, i) =>
     summary.resumed.push({
       stepExecutionId: wait.stepExecutionId,
-      result: { resumed: true, executionId: wait.executionId, branch: wait.branch, version: advanced.version ?? wait.version },
-    });
-  }
+      result: { resumed: true, executionId: wait.executionId, branch: wait.branch, version: advanced[i]!.version ?? wait.version },
+    }),
+  );
   return summary;
 }

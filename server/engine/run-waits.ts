@@ -9,7 +9,7 @@ import { rawTransaction } from '../db';
 import type { EngineContext } from './context';
 import { eventContextPatch } from './event-context';
 import { faults } from './faults';
-import { continueAfterWait } from './continuations';
+import { continueAfterWait, continueAfterWaits } from './continuations';
 import { driveExecution, errorText } from './run-steps';
 
 // Waits: resolve one (an event, the timer or an operator: I4, exactly once) and advance
@@ -79,22 +79,43 @@ export function explainLostWait(state: WaitState | null, expectedVersion: number
  * The timer: resolve due waits and delays, then advance and run what follows. A due
  * WAIT_FOR_EVENT whose event was accepted in time (its dispatch is late) resolves by
  * EVENT, not TIMEOUT: event time decides, not worker lag. Two statements in one
- * transaction: lock the due rows and their event channels, then resolve them.
+ * transaction: lock the due rows and their event channels, then resolve them; then one
+ * statement advances the whole batch past them (claiming each next step), as a worker's
+ * completions are sent together. If that statement fails, each wait is advanced alone.
+ * The first `drive` of them have their next step claimed and run here; the others are left
+ * RUNNING and due, to the workers' step queue.
  */
-export async function processDueWaits(ctx: EngineContext, limit: number): Promise<number> {
+export async function processDueWaits(ctx: EngineContext, limit: number, drive: number = limit): Promise<number> {
   const waits = await rawTransaction(ctx.db, 'ENGINE', async (tx) =>
     claimDueWaits(tx, { stepExecutionIds: await lockDueWaits(tx, { limit }) }),
   );
   faults.afterWaitClaim(waits.length);
+  if (waits.length === 0) return 0;
+  const batch = waits.map((wait, i) => ({ wait, contextPatch: wait.resumeEvent ? eventContextPatch(wait.resumeEvent) : {}, claimNext: i < drive }));
+  let advanced: Awaited<ReturnType<typeof continueAfterWaits>>;
+  try {
+    advanced = await continueAfterWaits(ctx, batch);
+  } catch (error) {
+    ctx.log('warn', 'advancing a batch of resolved waits failed; advancing each alone', { waits: waits.length, error: errorText(error) });
+    advanced = await Promise.all(
+      batch.map(async ({ wait, contextPatch, claimNext }) => {
+        try {
+          return await continueAfterWait(ctx, wait, contextPatch, { claimNext });
+        } catch (e) {
+          // The wait stays claimed; the continuation sweeper re-drives it.
+          ctx.log('error', 'advancing a resolved wait failed', { executionId: wait.executionId, error: errorText(e) });
+          return { won: false, version: null, running: false, next: null };
+        }
+      }),
+    );
+  }
   await Promise.all(
-    waits.map(async (wait) => {
+    advanced.map(async (a, i) => {
+      if (!a.next) return;
       try {
-        // The step after the wait is claimed with the advance: one statement, not two.
-        const advanced = await continueAfterWait(ctx, wait, wait.resumeEvent ? eventContextPatch(wait.resumeEvent) : {}, { claimNext: true });
-        if (advanced.next) await driveExecution(ctx, advanced.next);
+        await driveExecution(ctx, a.next);
       } catch (error) {
-        // The wait stays claimed; the continuation sweeper re-drives it.
-        ctx.log('error', 'advancing a resolved wait failed', { executionId: wait.executionId, error: errorText(error) });
+        ctx.log('error', 'running the step after a resolved wait failed', { executionId: waits[i]!.executionId, error: errorText(error) });
       }
     }),
   );

@@ -118,7 +118,7 @@ export const TRANSITIONS = {
     step: { from: ['WAITING'], to: ['WAITING'], gate: true },
     also: 'the wait is unresolved and dueAt passed',
   },
-  advanceFromWait: {
+  advanceFromWaits: {
     does: 'move past a resolved wait along its branch',
     execution: { from: ['WAITING'], to: ['RUNNING', 'COMPLETED'] },
     step: { from: ['WAITING'], to: ['COMPLETED'], gate: true },

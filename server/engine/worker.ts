@@ -60,6 +60,14 @@ const EVERY_QUEUE: PassPlan = { waits: true, events: true, continuations: true }
 export const IDLE_QUEUE_POLL_MS = 250;
 
 /**
+ * Due waits the timer resolves per pass, at most: resolving and advancing them are a few
+ * set-based statements whatever their number (claims/continuation.ts), so a batch of them
+ * costs about what one costs. The next steps of the first `concurrency` of them run in the
+ * pass; the others are left due to the step queue.
+ */
+export const WAIT_BATCH = 100;
+
+/**
  * One pass over the queues: steps, the timers, the event outbox and the email outbox at
  * once, each on its own connections, so their round trips overlap; the continuation
  * sweep after them. The queues a plan leaves out are not polled.
@@ -68,7 +76,7 @@ export async function runPass(ctx: EngineContext, opts: WorkerOptions, plan: Pas
   // Every queue settles before the pass ends, even when one fails: a pass never overlaps the next.
   const settled = await Promise.allSettled([
     processReadySteps(ctx, opts.concurrency),
-    plan.waits ? processDueWaits(ctx, opts.concurrency) : 0,
+    plan.waits ? processDueWaits(ctx, Math.max(WAIT_BATCH, opts.concurrency), opts.concurrency) : 0,
     plan.events ? processDueEvents(ctx, opts.concurrency) : 0,
     deliverQueuedMessages(ctx, { from: opts.from, limit: opts.concurrency }),
   ]);

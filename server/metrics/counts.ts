@@ -18,7 +18,7 @@ export const LOSABLE_CLAIMS = [
   'parkExecution',
   'failStep',
   'claimWait',
-  'advanceFromWait',
+  'advanceFromWaits',
   'migrateExecution',
   'cancelExecution',
   'retryStep',

@@ -41,13 +41,13 @@ describe('claims lint', () => {
 
   it('finds the claims', () => {
     expect(all.map((c) => c.name)).toEqual(
-      expect.arrayContaining(['insertExecutions', 'claimReadySteps', 'claimStep', 'advanceExecutions', 'parkExecution', 'claimWait', 'advanceFromWait']),
+      expect.arrayContaining(['insertExecutions', 'claimReadySteps', 'claimStep', 'advanceExecutions', 'parkExecution', 'claimWait', 'advanceFromWaits']),
     );
   });
 
   it('a claim that sends no statement of its own is a batch of one of another claim', () => {
     const delegating = all.filter((c) => c.sql.length === 0);
-    expect(delegating.map((c) => [c.name, c.delegatesTo])).toEqual([['advanceExecution', 'advanceExecutions']]);
+    expect(delegating.map((c) => [c.name, c.delegatesTo])).toEqual([['advanceExecution', 'advanceExecutions'], ['advanceFromWait', 'advanceFromWaits']]);
     for (const claim of delegating) expect(claim.doc, 'its comment names the invariant it protects').toMatch(/\bI[1-8]\b/);
   });
 

@@ -62,7 +62,7 @@ export function guardedStatuses(statements: string[]): GuardedStatuses {
  * Claims whose statement also claims the next step (advance and claim in one statement):
  * their step guards may include claimStep's from-statuses, for the next step's row.
  */
-export const CLAIMS_NEXT_STEP = new Set(['advanceExecutions', 'advanceFromWait']);
+export const CLAIMS_NEXT_STEP = new Set(['advanceExecutions', 'advanceFromWaits']);
 
 const sorted = (list: Iterable<string>) => [...new Set(list)].sort();
 

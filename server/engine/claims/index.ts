@@ -13,7 +13,7 @@
 //
 // One file per table and audience: execution.ts (enroll, claim a step, keep its lease),
 // completion.ts (advance, park, fail a claimed step), waits.ts (event, timer and operator
-// resolving a wait; the continuation), outbox.ts (tracked events and queued emails),
+// resolving a wait), continuation.ts (moving past resolved waits, one or a batch), outbox.ts (tracked events and queued emails),
 // operator.ts (server/repair's claims), migration.ts (moving an execution to another version), fragments.ts (the SQL pieces several statements
 // share: the completion fence, intervals, the event channel, the operators' guards) and
 // result.ts (Won and Lost, what every claim answers). The first comment line of each function names the invariant it protects;
@@ -26,6 +26,7 @@ export type { Lost, Won } from './result';
 export * from './execution';
 export * from './completion';
 export * from './waits';
+export * from './continuation';
 export * from './outbox';
 export * from './operator';
 export * from './migration';

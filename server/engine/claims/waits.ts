@@ -1,7 +1,7 @@
 import { Prisma, type RawDb } from '../../db';
 import type { ResumeEvent } from './completion';
-import { readExecutionState, type ExecutionState, type StepClaim } from './execution';
-import { bumpExecutionsOfResolvedWaits, eventChannelKey, eventResumesWait, moveTo, parkedWaitWindow, seconds, secondsFromNow, stepRowClaim } from './fragments';
+import { readExecutionState, type ExecutionState } from './execution';
+import { bumpExecutionsOfResolvedWaits, eventChannelKey, eventResumesWait, parkedWaitWindow, seconds } from './fragments';
 import { countWaitsResolved } from '../../metrics/counts';
 import { lost, type Lost, type Won } from './result';
 
@@ -296,64 +296,6 @@ export async function claimDueWaits(db: RawDb, opts: { stepExecutionIds: string[
     ...wait,
     resumeEvent: eventId ? { id: eventId, name: eventName, data: eventData, createdAt: eventAt } : null,
   }));
-}
-
-/**
- * I6 (continuations survive crashes): advance an execution past a resolved wait. Fenced
- * by the version seen after the wait was claimed; re-running it after the execution has
- * moved on changes nothing, so a delivered step is never replayed. With `claimNext` (and
- * RUNNING), the next step is claimed in the same statement, as claimStep would claim it
- * with the version this advance writes (the version moves by two).
- */
-export async function advanceFromWait(
-  db: RawDb,
-  opts: {
-    executionId: string;
-    expectedVersion: number;
-    stepExecutionId: string;
-    waitStepId: string;
-    nextStepId: string;
-    status: 'RUNNING' | 'COMPLETED';
-    contextPatch?: Record<string, unknown>;
-    claimNext?: { leaseSeconds: number; owner: string | null } | null;
-  },
-): Promise<Won<{ version: number; next: StepClaim | null }> | Lost<ExecutionState | null>> {
-  const chain = opts.status === 'RUNNING' && opts.claimNext ? opts.claimNext : null;
-  const rows = await db.$queryRaw<(Omit<StepClaim, 'stepExecutionId' | 'claimToken' | 'attempt'> & { stepExecutionId: string | null; claimToken: string | null; attempt: number | null })[]>`
-    -- advanceFromWait
-    WITH exec AS (
-      UPDATE "WorkflowExecution" e
-         SET version = e.version + ${chain ? 2 : 1}::int,
-             ${moveTo(opts.status, opts.nextStepId, chain ? secondsFromNow(chain.leaseSeconds) : undefined)},
-             context = e.context || ${JSON.stringify(opts.contextPatch ?? {})}::jsonb,
-             "updatedAt" = now()
-       WHERE e.id = ${opts.executionId}::uuid AND e.version = ${opts.expectedVersion}
-         AND e.status = 'WAITING' AND e."currentStepId" = ${opts.waitStepId}::uuid
-         AND EXISTS (SELECT 1 FROM "StepExecution" s
-                      WHERE s.id = ${opts.stepExecutionId}::uuid AND s.status = 'WAITING' AND s."resolvedBy" IS NOT NULL)
-      RETURNING e.id, e.version, e."currentStepId", e."projectId", e."workflowId", e."workflowVersionId", e."contactId", e.context
-    ), step AS (
-      UPDATE "StepExecution" s
-         SET status = 'COMPLETED', "finishedAt" = now(),
-             output = COALESCE(s.output, '{}'::jsonb)
-                      || jsonb_build_object('resolvedBy', s."resolvedBy", 'branch', s."resolvedBranch")
-        FROM exec
-       WHERE s.id = ${opts.stepExecutionId}::uuid AND s.status = 'WAITING' AND s."resolvedBy" IS NOT NULL
-      RETURNING s.id
-    ), next AS (
-      ${stepRowClaim(chain?.leaseSeconds ?? 0, chain?.owner ?? null, Prisma.sql`${chain !== null}`)}
-    )
-    SELECT exec.id AS "executionId", exec.version, exec."currentStepId" AS "stepId", exec."projectId",
-           exec."workflowId", exec."workflowVersionId", exec."contactId", exec.context,
-           next.id AS "stepExecutionId", next."claimToken", next.attempt,
-           c.email AS "contactEmail", c.data AS "contactData", c.subscribed AS "contactSubscribed"
-      FROM exec
-      LEFT JOIN next ON next."executionId" = exec.id
-      JOIN "Contact" c ON c.id = exec."contactId"`;
-  const row = rows[0];
-  if (!row) return lost('advanceFromWait', await readExecutionState(db, opts.executionId));
-  const next = chain && row.stepExecutionId && row.claimToken && row.attempt !== null ? (row as StepClaim) : null;
-  return { won: true, version: row.version, next };
 }
 
 export interface PendingContinuation {
