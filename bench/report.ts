@@ -43,7 +43,10 @@ export function printTable(results: Record<string, unknown>): string {
     rows.push(['transactions per step (engine, in-process)', `${diagnosis.transactionsPerStep}`, '', '']);
   }
   const waits = results.waits as WaitsResult | undefined;
-  if (waits) rows.push([`wait resolutions/s (storm, ${waits.workers} workers)`, `${waits.resolutionsPerSecond}`, `${waits.byEvent} event / ${waits.byTimeout} timeout`, '']);
+  if (waits) {
+    rows.push([`wait resolutions/s (storm, ${waits.workers} workers)`, `${waits.resolutionsPerSecond}`, `${waits.byEvent} event / ${waits.byTimeout} timeout`, '']);
+    if (waits.afterDeadlinePerSecond !== undefined) rows.push([`wait resolutions/s after the deadline`, `${waits.afterDeadlinePerSecond}`, `in ${waits.afterDeadlineSeconds} s`, '']);
+  }
   const events = results.events as EventsResult | undefined;
   if (events) {
     rows.push(['events tracked + dispatched inline/s (8 callers)', `${events.trackedPerSecond}`, '', '']);
