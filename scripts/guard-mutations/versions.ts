@@ -101,6 +101,8 @@ export const VERSIONS_MUTATIONS: Mutation[] = [
       },
     ],
     test: 'test/race/migrate.test.ts',
-    scenario: 'against an event',
+    // The race alone catches it only sometimes (the event must land inside the move's
+    // window); the look-back test catches the look-back's removal every time.
+    scenario: 'against an event|the move looks back',
   },
 ];
